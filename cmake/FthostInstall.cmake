@@ -1,0 +1,14 @@
+# Install layout: bin/fthost, lib/libftsdk.so, lib/fthost/plugins/*.so, include/ft/, and the
+# CMake package `find_package(fthost)` -> fthost::sdk + fthost_add_plugin().
+install(TARGETS fthost RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ftsdk EXPORT fthostTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY sdk/include/ft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY "${FTHOST_PLUGIN_OUTPUT_DIR}/" DESTINATION "${CMAKE_INSTALL_LIBDIR}/fthost/plugins"
+        FILES_MATCHING PATTERN "*.so")
+install(EXPORT fthostTargets NAMESPACE fthost:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
+include(CMakePackageConfigHelpers)
+configure_package_config_file(cmake/fthostConfig.cmake.in "${CMAKE_BINARY_DIR}/fthostConfig.cmake"
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
+write_basic_package_version_file("${CMAKE_BINARY_DIR}/fthostConfigVersion.cmake" COMPATIBILITY SameMajorVersion)
+install(FILES "${CMAKE_BINARY_DIR}/fthostConfig.cmake" "${CMAKE_BINARY_DIR}/fthostConfigVersion.cmake"
+              cmake/FthostPlugin.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)

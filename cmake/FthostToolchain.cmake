@@ -1,0 +1,24 @@
+# Build-speed helpers: ccache and a fast linker when the machine has them.
+find_program(FTHOST_CCACHE ccache)
+if(FTHOST_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  # PCH and ccache cooperate only when ccache ignores the PCH's mtime and defines.
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CMAKE_COMMAND}" -E env
+      "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+      "${FTHOST_CCACHE}")
+  message(STATUS "fthost: using ccache ${FTHOST_CCACHE}")
+endif()
+
+foreach(linker mold lld)
+  find_program(FTHOST_LINKER_${linker} "ld.${linker}")
+  if(FTHOST_LINKER_${linker})
+    include(CheckCXXSourceCompiles)
+    set(CMAKE_REQUIRED_LINK_OPTIONS "-fuse-ld=${linker}")
+    check_cxx_source_compiles("int main(){return 0;}" FTHOST_HAS_LD_${linker})
+    unset(CMAKE_REQUIRED_LINK_OPTIONS)
+    if(FTHOST_HAS_LD_${linker})
+      add_link_options("-fuse-ld=${linker}")
+      message(STATUS "fthost: linking with ${linker}")
+      break()
+    endif()
+  endif()
+endforeach()

@@ -1,0 +1,1 @@
+// Empty translation unit that owns the shared precompiled header (see FthostPch.cmake).

@@ -1,0 +1,136 @@
+#include "commands.h"
+
+#include "config_loader.h"
+#include "demo_recipe.h"
+#include "plugin_loader.h"
+#include "recipe_schema.h"
+
+#include "ft_host/schema_check.h"
+
+#include <ft/log.h>
+
+#include <boost/filesystem.hpp>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+namespace fthost {
+
+std::string version_text() {
+  return "fthost " FTHOST_VERSION " (plugin ABI " + std::to_string(FT_ABI_MAJOR) + "." + std::to_string(FT_ABI_MINOR) +
+         ", " + describe_fingerprint(ft::this_build_fingerprint()) + ")";
+}
+
+namespace {
+
+std::vector<std::string> config_plugin_paths(const ft::ConfigNode& root) {
+  if (!root.is_table("plugins")) return {};
+  return root.table("plugins").get<std::vector<std::string>>("paths", {});
+}
+
+PluginLoader load_plugins(const Invocation& inv, const ft::ConfigNode* root) {
+  PluginLoader loader;
+  loader.load_all(PluginLoader::search_paths(inv.plugin_dirs, root ? config_plugin_paths(*root) : std::vector<std::string>{}));
+  return loader;
+}
+
+int cmd_ls(const Invocation& inv) {
+  std::optional<ft::Kind> filter;
+  if (!inv.args.empty()) {
+    filter = ft::kind_from_name(inv.args[0]);
+    if (!filter) {
+      std::string kinds;
+      for (auto k : ft::all_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(ft::kind_name(k));
+      throw ft::Error("ls: unknown kind '" + inv.args[0] + "'; kinds are: " + kinds);
+    }
+  }
+  PluginLoader loader = load_plugins(inv, nullptr);
+  for (ft::Kind k : ft::all_kinds()) {
+    if (filter && *filter != k) continue;
+    auto comps = loader.registry().list(k);
+    if (comps.empty()) continue;
+    std::cout << ft::kind_name(k) << ":\n";
+    for (const auto* c : comps) {
+      std::cout << "  " << std::left << std::setw(62) << c->name << " "
+                << boost::filesystem::path(c->library).filename().string() << "\n";
+      if (!inv.verbose) continue;
+      if (!c->summary.empty()) std::cout << "      " << c->summary << "\n";
+      for (const auto& key : c->schema.keys()) {
+        std::string def = key.required ? "required" : key.default_toml.empty() ? "optional" : "= " + key.default_toml;
+        std::cout << "      " << std::left << std::setw(28) << key.name << std::setw(8)
+                  << ft::value_type_name(key.type) << std::setw(22) << def << key.help << "\n";
+      }
+    }
+  }
+  return 0;
+}
+
+int cmd_plugins(const Invocation& inv) {
+  PluginLoader loader = load_plugins(inv, nullptr);
+  for (const auto& p : loader.plugins()) {
+    std::cout << p.name << " " << p.version << "  (ABI " << p.abi_major << "." << p.abi_minor << ")\n  " << p.path << "\n";
+    for (const auto& c : p.components) std::cout << "    " << c << "\n";
+  }
+  for (const auto& w : loader.warnings()) std::cout << "warning: " << w << "\n";
+  std::cout << loader.plugins().size() << " plugin libraries, " << loader.registry().size() << " components\n";
+  return 0;
+}
+
+// Schema-checks the top level and every component table; all problems are reported together.
+void validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
+  std::vector<std::string> problems = ft::detail::check_and_complete(root, recipe_schema());
+  for (const auto& key : root.keys()) {
+    auto kind = kind_of_table(key);
+    if (!kind || !root.is_table(key)) continue;
+    try {
+      registry.resolve(root.table(key), *kind);
+    } catch (const ft::ConfigError& e) {
+      problems.push_back(e.what());
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg = std::to_string(problems.size()) + " problem(s) in the configuration:";
+    for (const auto& p : problems) {
+      std::size_t start = 0;
+      while (start < p.size()) {
+        auto nl = p.find('\n', start);
+        msg += "\n  " + p.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+      }
+    }
+    throw ft::ConfigError(msg);
+  }
+}
+
+int cmd_validate_or_run(const Invocation& inv) {
+  if (inv.config_path.empty()) throw ft::ConfigError("--config: required (a run configuration in TOML)");
+  auto doc = load_config(inv.config_path, inv.args);
+  ft::ConfigNode root = ft::detail::root_node(doc);
+  PluginLoader loader = load_plugins(inv, &root);
+  validate_config(loader.registry(), root);
+  if (inv.command == "validate") {
+    std::cout << inv.config_path << ": OK (" << loader.registry().size() << " components available)\n";
+    return 0;
+  }
+  const std::string out_dir = root.get<std::string>("output_dir");
+  boost::filesystem::create_directories(out_dir);
+  const std::string effective = root.to_toml();
+  ft::log::info("effective config:\n{}", effective);
+  {
+    std::ofstream f(out_dir + "/config.effective.toml");
+    f << effective << "\n";
+  }
+  return run_demo_recipe(loader.registry(), root);
+}
+
+}  // namespace
+
+int dispatch(const Invocation& inv) {
+  if (inv.command == "ls") return cmd_ls(inv);
+  if (inv.command == "plugins") return cmd_plugins(inv);
+  return cmd_validate_or_run(inv);
+}
+
+}  // namespace fthost

@@ -1,0 +1,207 @@
+#include "config_loader.h"
+
+#include <ft/errors.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace fthost {
+
+using ft::ConfigError;
+using ft::detail::ConfigDocument;
+
+std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return std::make_shared<ConfigDocument>(toml::parse(text.str(), path), path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw ConfigError(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+                      ": invalid TOML: " + std::string(e.description()));
+  }
+}
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& dotted, const std::string& what) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = dotted.find('.', start);
+    std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) throw ConfigError("command line: " + what + ": empty key segment in '" + dotted + "'");
+    parts.push_back(part);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
+  const std::string key = arg.substr(0, eq);
+  const std::string text = arg.substr(eq + 1);
+  auto parts = split_path(key, arg);
+
+  toml::table* table = &doc.root();
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked += (walked.empty() ? "" : ".") + parts[i];
+    toml::node* next = table->get(parts[i]);
+    if (!next) next = &table->insert(parts[i], toml::table{}).first->second;
+    if (!next->is_table())
+      throw ConfigError("command line: " + arg + ": '" + walked + "' is " + ft::detail::describe(*next) +
+                        ", not a table");
+    table = next->as_table();
+  }
+
+  toml::table parsed;
+  try {
+    parsed = ft::detail::parse_value_as_table(text);
+  } catch (const std::exception&) {
+    // Not a TOML value (`output_dir=/tmp/run`): take the text as a string, as torchtune does.
+    parsed.insert("v", text);
+  }
+  table->insert_or_assign(parts.back(), *parsed.get("v"));
+  doc.mark_overridden(key);
+}
+
+void remove_override(ConfigDocument& doc, const std::string& arg) {
+  const std::string key = arg.substr(1);
+  auto parts = split_path(key, arg);
+  std::string parent_path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) parent_path += (i ? "." : "") + parts[i];
+  toml::node* parent = doc.find(parent_path);
+  toml::table* table = parent ? parent->as_table() : nullptr;
+  if (!table || !table->contains(parts.back()))
+    throw ConfigError("command line: " + arg + ": no key '" + key + "' in " + doc.source() + " to remove");
+  table->erase(parts.back());
+}
+
+}  // namespace
+
+void apply_overrides(ConfigDocument& doc, const std::vector<std::string>& overrides) {
+  for (const auto& arg : overrides) {
+    if (!arg.empty() && arg[0] == '~') {
+      remove_override(doc, arg);
+      continue;
+    }
+    auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("command line: '" + arg + "': expected key=value or ~key");
+    set_override(doc, arg, eq);
+  }
+}
+
+namespace {
+
+struct Interpolator {
+  ConfigDocument& doc;
+  std::set<std::string> in_progress;  // paths being resolved, to catch cycles
+
+  [[noreturn]] void fail(const std::string& path, const std::string& msg) {
+    throw ConfigError(doc.origin_of(path) + ": " + path + ": " + msg);
+  }
+
+  static std::string scalar_text(const toml::node& n) {
+    if (auto s = n.value_exact<std::string>()) return *s;
+    std::ostringstream out;
+    n.visit([&](auto&& v) {
+      if constexpr (toml::is_number<decltype(v)> || toml::is_boolean<decltype(v)>) out << v;
+    });
+    return out.str();
+  }
+
+  // The node a `${ref}` names, itself resolved first.
+  const toml::node& target(const std::string& ref, const std::string& referrer) {
+    toml::node* n = doc.find(ref);
+    if (!n) fail(referrer, "${" + ref + "}: no key '" + ref + "' in the config");
+    if (n->is_table() || n->is_array()) fail(referrer, "${" + ref + "} names a table or array; only values interpolate");
+    if (n->is_string()) resolve_in_table(ref);
+    return *doc.find(ref);
+  }
+
+  // `text` with every `${ref}` spliced in as text.
+  std::string splice(const std::string& text, const std::string& path) {
+    std::string out;
+    std::size_t pos = 0;
+    while (true) {
+      auto open = text.find("${", pos);
+      if (open == std::string::npos) return out + text.substr(pos);
+      auto close = text.find('}', open);
+      if (close == std::string::npos) fail(path, "unterminated '${' in \"" + text + "\"");
+      out += text.substr(pos, open - pos);
+      out += scalar_text(target(text.substr(open + 2, close - open - 2), path));
+      pos = close + 1;
+    }
+  }
+
+  // Resolves the string value at a dotted path inside a table.
+  void resolve_in_table(const std::string& path) {
+    toml::node* node = doc.find(path);
+    const std::string text = *node->value_exact<std::string>();
+    if (text.find("${") == std::string::npos) return;
+    if (in_progress.count(path)) fail(path, "interpolation cycle through '" + path + "'");
+    in_progress.insert(path);
+
+    auto dot = path.rfind('.');
+    toml::table& parent = *doc.find(dot == std::string::npos ? "" : path.substr(0, dot))->as_table();
+    const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+    const bool whole = text.rfind("${", 0) == 0 && text.find('}') == text.size() - 1;
+    if (whole) {
+      // Copy first: assigning replaces the node `target` refers to only when they coincide (a cycle, caught above).
+      std::unique_ptr<toml::node> value;
+      target(text.substr(2, text.size() - 3), path).visit([&](auto&& v) { value = std::make_unique<std::decay_t<decltype(v)>>(v); });
+      parent.insert_or_assign(key, std::move(*value));
+    } else {
+      parent.insert_or_assign(key, splice(text, path));
+    }
+    in_progress.erase(path);
+  }
+
+  void walk(toml::node& node, const std::string& path) {
+    if (auto* t = node.as_table()) {
+      std::vector<std::string> keys;
+      for (auto& [k, v] : *t) keys.emplace_back(k.str());
+      for (const auto& k : keys) {
+        const std::string child = path.empty() ? k : path + "." + k;
+        toml::node& v = *t->get(k);
+        if (v.is_string()) resolve_in_table(child);
+        else walk(v, child);
+      }
+    } else if (auto* a = node.as_array()) {
+      // Array items have no dotted path of their own; their references splice in as text.
+      for (std::size_t i = 0; i < a->size(); ++i) {
+        const std::string item_path = path + "[" + std::to_string(i) + "]";
+        toml::node& item = *a->get(i);
+        if (auto s = item.value_exact<std::string>()) {
+          if (s->find("${") != std::string::npos) a->replace(a->begin() + static_cast<std::ptrdiff_t>(i), splice(*s, item_path));
+        } else {
+          walk(item, item_path);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void interpolate(ConfigDocument& doc) {
+  Interpolator interp{doc, {}};
+  interp.walk(doc.root(), "");
+}
+
+std::shared_ptr<ConfigDocument> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  auto doc = load_config_file(path);
+  apply_overrides(*doc, overrides);
+  interpolate(*doc);
+  return doc;
+}
+
+}  // namespace fthost

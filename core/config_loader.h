@@ -1,0 +1,28 @@
+// Loading the run configuration: the TOML file, torchtune-style command-line overrides
+// (`optimizer.lr=1e-4`, `~lr_scheduler`) and `${key}` interpolation, in that order.
+#pragma once
+
+#include "ft_host/config_document.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fthost {
+
+// Reads and parses a TOML file; errors name the file, line and column.
+std::shared_ptr<ft::detail::ConfigDocument> load_config_file(const std::string& path);
+
+// Applies `key=value` (TOML value syntax; text that is not a TOML value is taken as a string)
+// and `~key` (removes the key) in order.
+void apply_overrides(ft::detail::ConfigDocument& doc, const std::vector<std::string>& overrides);
+
+// Replaces `${dotted.key}` in every string. A string that is exactly `${key}` takes the
+// referenced value with its type; otherwise the value is spliced in as text.
+void interpolate(ft::detail::ConfigDocument& doc);
+
+// All three steps.
+std::shared_ptr<ft::detail::ConfigDocument> load_config(const std::string& path,
+                                                        const std::vector<std::string>& overrides);
+
+}  // namespace fthost

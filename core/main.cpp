@@ -1,0 +1,72 @@
+// fthost: the command-line host. Parses the command, loads plugins, dispatches.
+#include "commands.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+
+  po::options_description visible(
+      "Usage:\n"
+      "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
+      "  fthost validate --config run.toml [overrides]        check every component, no training\n"
+      "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
+      "  fthost plugins                                        list plugin libraries\n\n"
+      "Options");
+  visible.add_options()("help,h", "show this help")("version", "print the version and build fingerprint")(
+      "config,c", po::value<std::string>(), "run configuration (TOML)")(
+      "plugin-dir", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or library (repeatable)")(
+      "verbose,v", po::bool_switch(), "ls: show schemas");
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(), "");
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("args", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "fthost: " << e.what() << "\n" << visible << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << visible << "\n";
+    return 0;
+  }
+  if (vm.count("version")) {
+    std::cout << fthost::version_text() << "\n";
+    return 0;
+  }
+
+  fthost::Invocation inv;
+  if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
+  if (vm.count("plugin-dir")) inv.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
+  inv.verbose = vm["verbose"].as<bool>();
+  std::vector<std::string> args;
+  if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
+  if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run")) {
+    inv.command = args[0];
+    args.erase(args.begin());
+  }
+  inv.args = std::move(args);
+
+  try {
+    return fthost::dispatch(inv);
+  } catch (const ft::Error& e) {
+    std::cerr << "fthost: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fthost: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

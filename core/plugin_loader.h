@@ -1,0 +1,55 @@
+// Finding and loading plugin libraries into one registry.
+//
+// Search order: --plugin-dir, `plugins.paths` in the config, FTHOST_PLUGIN_PATH (colon-
+// separated), then <exe>/../lib/fthost/plugins. Every library found is loaded; a component
+// name registered twice is an error naming both libraries.
+#pragma once
+
+#include <ft/plugin.h>
+#include <ft/registry.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fthost {
+
+struct LoadedPlugin {
+  std::string path;
+  std::string name;
+  std::string version;
+  std::uint32_t abi_major = 0;
+  std::uint32_t abi_minor = 0;
+  std::vector<std::string> components;
+};
+
+struct PluginSearchPath {
+  std::string path;    // a directory to scan, or one library file
+  std::string source;  // where it came from: "--plugin-dir", "plugins.paths", "FTHOST_PLUGIN_PATH", "default"
+};
+
+class PluginLoader {
+ public:
+  // Directories from the command line, config and environment, in search order.
+  static std::vector<PluginSearchPath> search_paths(const std::vector<std::string>& cli_dirs,
+                                                    const std::vector<std::string>& config_paths);
+
+  // Loads every plugin in `paths`; throws ft::PluginError with a specific message on the first failure.
+  void load_all(const std::vector<PluginSearchPath>& paths);
+  // Loads one library file; `explicit_file` makes "not a plugin" an error rather than a skip.
+  void load_library(const std::string& path, bool explicit_file);
+
+  const ft::Registry& registry() const { return registry_; }
+  const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  ft::Registry registry_;
+  std::vector<LoadedPlugin> plugins_;
+  std::vector<std::string> warnings_;
+};
+
+// "LibTorch 1.13.0 (cpu, C++11 ABI 1, gcc 12)".
+std::string describe_fingerprint(const ft::BuildFingerprint& fp);
+
+}  // namespace fthost

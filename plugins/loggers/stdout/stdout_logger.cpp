@@ -1,0 +1,34 @@
+// Plugin ft_logger_stdout: torchtune.training.metric_logging.StdoutLogger, same line format:
+// `Step 3 | loss:2.0794 lr:2e-05 `.
+#include <ft/metric_logger.h>
+#include <ft/plugin.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace {
+
+class StdoutLogger final : public ft::MetricLogger {
+ public:
+  void log(const std::string& name, double value, std::int64_t step) override {
+    std::fputs(fmt::format("Step {} | {}:{}\n", step, name, value).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  void log_dict(const ft::Metrics& metrics, std::int64_t step) override {
+    std::string line = fmt::format("Step {} | ", step);
+    for (const auto& [name, value] : metrics) line += fmt::format("{}:{} ", name, value);
+    line += "\n";
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+  }
+};
+
+void register_components(ft::Registry& reg) {
+  reg.add<ft::MetricLogger>("torchtune.training.metric_logging.StdoutLogger", ft::Schema{}, "metrics to standard output",
+                            [](const ft::ConfigNode&, ft::MetricLogger::Args) { return std::make_unique<StdoutLogger>(); });
+}
+
+}  // namespace
+
+FT_PLUGIN("ft_logger_stdout", "0.1.0", register_components)

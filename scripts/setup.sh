@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every Debian package fthost needs to build, test and run. Idempotent:
+# it asks apt only for what is missing and runs `apt-get update` at most once.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache lld
+  libtorch-dev libopenblas0-pthread
+  libboost-dev libboost-filesystem-dev libboost-program-options-dev
+  libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,88 @@
+#include <ft/registry.h>
+
+#include "ft_host/config_document.h"
+#include "ft_host/schema_check.h"
+#include "ft_host/suggest.h"
+
+namespace ft {
+
+void Registry::add_entry(ComponentInfo info) {
+  if (info.name.empty()) throw Error("registry: a component needs a non-empty name");
+  for (const auto& spec : info.schema.keys()) {
+    if (spec.default_toml.empty()) continue;
+    auto parsed = detail::parse_value_as_table(spec.default_toml);
+    if (!detail::value_matches(spec.type, *parsed.get("v")))
+      throw Error("registry: " + info.name + ": key '" + spec.name + "' is declared " +
+                  std::string(value_type_name(spec.type)) + " but its default is `" + spec.default_toml + "`");
+  }
+  auto [it, inserted] = entries_.emplace(info.name, std::move(info));
+  if (!inserted) throw Error("registry: component '" + it->first + "' registered twice by the same library");
+}
+
+const ComponentInfo* Registry::find(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::vector<const ComponentInfo*> Registry::list(std::optional<Kind> kind) const {
+  std::vector<const ComponentInfo*> out;
+  for (const auto& [name, info] : entries_)
+    if (!kind || info.kind == *kind) out.push_back(&info);
+  return out;
+}
+
+void Registry::merge(Registry&& other, const std::string& library, std::shared_ptr<const void> keepalive) {
+  for (auto& [name, info] : other.entries_) {
+    if (auto* existing = find(name))
+      throw PluginError("component '" + name + "' is registered by two libraries: " + existing->library + " and " +
+                        library + "; remove one of them from the plugin path");
+  }
+  for (auto& [name, info] : other.entries_) {
+    info.library = library;
+    info.library_keepalive = keepalive;
+    entries_.emplace(name, std::move(info));
+  }
+  other.entries_.clear();
+}
+
+const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const {
+  const std::string name = table.component();
+  if (name.empty()) table.fail("_component_", "missing: name the " + std::string(kind_name(kind)) +
+                                                  " to use, e.g. _component_ = \"...\" (see `fthost ls " +
+                                                  std::string(kind_name(kind)) + "`)");
+  const ComponentInfo* info = find(name);
+  if (!info) {
+    std::vector<std::string> names;
+    for (const auto& [n, i] : entries_) names.push_back(n);
+    auto near = detail::close_matches(name, names);
+    std::string msg = "unknown component '" + name + "'";
+    if (!near.empty()) {
+      msg += "; did you mean ";
+      for (std::size_t i = 0; i < near.size(); ++i) msg += (i ? ", '" : "'") + near[i] + "'";
+      msg += "?";
+    }
+    msg += " (" + std::to_string(entries_.size()) + " components loaded" +
+           (searched_.empty() ? std::string(")") : " from " + searched_ + ")");
+    table.fail("_component_", msg);
+  }
+  if (info->kind != kind) {
+    const std::string is = std::string(kind_name(info->kind));
+    const std::string want = std::string(kind_name(kind));
+    auto article = [](const std::string& w) { return std::string("aeiou").find(w[0]) != std::string::npos ? "an " : "a "; };
+    throw ConfigError(table.origin("_component_") + ": " + table.path() + ": '" + name + "' is " + article(is) + is +
+                      ", not " + article(want) + want);
+  }
+  auto problems = detail::check_and_complete(table, info->schema);
+  if (!problems.empty()) {
+    std::string msg;
+    for (const auto& p : problems) msg += (msg.empty() ? "" : "\n") + p;
+    throw ConfigError(msg);
+  }
+  return *info;
+}
+
+void Registry::fail_construction(const ConfigNode& table, const ComponentInfo& info, const char* what) {
+  throw ConfigError(table.origin() + ": " + table.path() + ": " + info.name + " (" + info.library + ") failed: " + what);
+}
+
+}  // namespace ft
