@@ -31,7 +31,7 @@ std::string_view last_segment(std::string_view s) {
 std::vector<std::string> close_matches(std::string_view word, const std::vector<std::string>& candidates,
                                        std::size_t limit) {
   // Dotted component names differ mostly in their last segment; compare that too.
-  const std::size_t budget = std::max<std::size_t>(2, word.size() / 3);
+  const std::size_t budget = std::max<std::size_t>(2, last_segment(word).size() / 3);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& c : candidates) {
     std::size_t d = std::min(edit_distance(word, c), edit_distance(last_segment(word), last_segment(c)) +

@@ -1,0 +1,35 @@
+// Shared helpers for the unit tests: temporary config files and error capture.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/filesystem.hpp>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace fttest {
+
+// Writes `text` to a fresh file named `name` in a per-test temporary directory; returns its path.
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  auto dir = boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("fthost-test-%%%%%%%%");
+  boost::filesystem::create_directories(dir);
+  auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The message of the exception `fn` throws (fails the test when it throws none).
+template <class E = std::exception>
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+}  // namespace fttest
