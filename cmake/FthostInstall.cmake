@@ -1,9 +1,9 @@
 # Install layout: bin/fthost, lib/libftsdk.so, lib/fthost/plugins/*.so, include/ft/, and the
 # CMake package `find_package(fthost)` -> fthost::sdk + fthost_add_plugin().
 install(TARGETS fthost RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ftsdk EXPORT fthostTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS ftsdk EXPORT fthostTargets LIBRARY DESTINATION lib)
 install(DIRECTORY sdk/include/ft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY "${FTHOST_PLUGIN_OUTPUT_DIR}/" DESTINATION "${CMAKE_INSTALL_LIBDIR}/fthost/plugins"
+install(DIRECTORY "${FTHOST_PLUGIN_OUTPUT_DIR}/" DESTINATION "${FTHOST_PLUGIN_SUBDIR}"
         FILES_MATCHING PATTERN "*.so")
 install(EXPORT fthostTargets NAMESPACE fthost:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
 include(CMakePackageConfigHelpers)
