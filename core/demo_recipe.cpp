@@ -9,6 +9,8 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cmath>
+
 namespace fthost {
 
 int run_demo_recipe(const ft::Registry& registry, const ft::ConfigNode& root) {
@@ -20,9 +22,9 @@ int run_demo_recipe(const ft::Registry& registry, const ft::ConfigNode& root) {
   if (root.get<int64_t>("num_threads") > 0) torch::set_num_threads(root.get<int>("num_threads"));
   torch::manual_seed(static_cast<uint64_t>(seed));
 
-  // Target: y = sin(x·w) for a fixed random w, the model a 2-layer MLP.
+  // Target: y = sin(2 x·w) for a fixed random w, the model a 2-layer MLP.
   constexpr int64_t kIn = 16, kHidden = 64;
-  torch::Tensor w_true = torch::randn({kIn, 1});
+  torch::Tensor w_true = torch::randn({kIn, 1}) / std::sqrt(static_cast<double>(kIn));  // x·w ~ N(0, 1)
   torch::nn::Sequential model(torch::nn::Linear(kIn, kHidden), torch::nn::GELU(), torch::nn::Linear(kHidden, 1));
 
   auto logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"));
@@ -37,7 +39,7 @@ int run_demo_recipe(const ft::Registry& registry, const ft::ConfigNode& root) {
   double first_loss = 0, last_loss = 0;
   for (int64_t step = 1; step <= total_steps; ++step) {
     torch::Tensor x = torch::randn({batch_size, kIn});
-    torch::Tensor y = torch::sin(x.matmul(w_true));
+    torch::Tensor y = torch::sin(2.0 * x.matmul(w_true));
     optimizer->zero_grad();
     torch::Tensor loss = (model->forward(x) - y).pow(2).mean();
     loss.backward();
