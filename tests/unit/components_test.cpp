@@ -65,12 +65,15 @@ TEST_F(Components, OptimizerRejectsBadBetas) {
   EXPECT_NE(msg.find("optimizer.betas: expected two numbers"), std::string::npos) << msg;
 }
 
+// SGD at lr 1.0 (so the lr is the schedule's multiplier) under a 10-step-warmup cosine.
+const char* const kCosineConfig =
+    "[optimizer]\n_component_ = \"torch.optim.SGD\"\nlr = 1.0\n"
+    "[lr_scheduler]\n_component_ = \"torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\"\n"
+    "num_warmup_steps = 10\n";
+
 TEST_F(Components, CosineWithWarmupMatchesTorchtuneSchedule) {
   auto p = param_with_grad(1.0, 0.0);
-  auto cfg = root(
-      "[optimizer]\n_component_ = \"torch.optim.SGD\"\nlr = 1.0\n"
-      "[lr_scheduler]\n_component_ = \"torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\"\n"
-      "num_warmup_steps = 10\n");
+  auto cfg = root(kCosineConfig);
   auto opt = loader_->registry().instantiate<ft::Optimizer>(cfg.table("optimizer"), {{p}});
   auto sched = loader_->registry().instantiate<ft::LRScheduler>(cfg.table("lr_scheduler"), {opt.get(), 100, -1});
   EXPECT_DOUBLE_EQ(opt->lr(), 0.0);  // step 0 of warmup
@@ -90,10 +93,7 @@ TEST_F(Components, CosineWithWarmupMatchesTorchtuneSchedule) {
 
 TEST_F(Components, SchedulerResumesFromLastEpoch) {
   auto p = param_with_grad(1.0, 0.0);
-  auto cfg = root(
-      "[optimizer]\n_component_ = \"torch.optim.SGD\"\nlr = 1.0\n"
-      "[lr_scheduler]\n_component_ = \"torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\"\n"
-      "num_warmup_steps = 10\n");
+  auto cfg = root(kCosineConfig);
   auto opt = loader_->registry().instantiate<ft::Optimizer>(cfg.table("optimizer"), {{p}});
   auto sched = loader_->registry().instantiate<ft::LRScheduler>(cfg.table("lr_scheduler"), {opt.get(), 100, 54});
   EXPECT_EQ(sched->last_epoch(), 55);
