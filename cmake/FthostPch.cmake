@@ -6,4 +6,10 @@ target_precompile_headers(fthost_pch PRIVATE "${PROJECT_SOURCE_DIR}/cmake/fthost
 
 function(fthost_use_pch target)
   target_precompile_headers(${target} REUSE_FROM fthost_pch)
+  # Executables get -fPIE, which makes GCC reject a PCH built with -fPIC; -fPIC (last flag wins)
+  # is valid for executables too and keeps the PCH usable.
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_compile_options(${target} PRIVATE -fPIC)
+  endif()
 endfunction()
