@@ -19,7 +19,7 @@ int run_demo_recipe(const ft::Registry& registry, const ft::ConfigNode& root) {
   const int64_t steps_per_epoch = root.get<int64_t>("max_steps_per_epoch", 100);
   const int64_t batch_size = root.get<int64_t>("batch_size");
   const int64_t log_every = root.get<int64_t>("log_every_n_steps");
-  if (root.get<int64_t>("num_threads") > 0) torch::set_num_threads(root.get<int>("num_threads"));
+  if (const int threads = root.get<int>("num_threads"); threads > 0) torch::set_num_threads(threads);
   torch::manual_seed(static_cast<uint64_t>(seed));
 
   // Target: y = sin(2 x·w) for a fixed random w, the model a 2-layer MLP.

@@ -72,8 +72,7 @@ TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
   auto dir = boost::filesystem::path(fttest::write_temp("x", "")).parent_path().string();
   auto r = run("--config " + kDemo + " output_dir=" + dir + " max_steps_per_epoch=20 log_every_n_steps=10");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream eff(dir + "/config.effective.toml");
-  std::string text((std::istreambuf_iterator<char>(eff)), {});
+  const std::string text = fttest::read_file(dir + "/config.effective.toml");
   EXPECT_NE(text.find("max_steps_per_epoch = 20"), std::string::npos) << text;
   EXPECT_NE(text.find("log_dir = '" + dir + "/logs'"), std::string::npos) << text;  // interpolated
   int lines = 0;

@@ -109,8 +109,7 @@ TEST_F(Components, DiskLoggerWritesTorchtuneTextAndJsonl) {
     logger->log_dict({{"loss", 0.5}, {"lr", 2e-05}}, 1);
     logger->log("tokens_per_second", 12.0, 2);
     logger->close();
-    std::ifstream in(dir + "/m." + fmt);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string text = fttest::read_file(dir + "/m." + fmt);
     if (fmt == "txt")
       EXPECT_EQ(text, "Step 1 | loss:0.5 lr:2e-05 \nStep 2 | tokens_per_second:12 \n");
     else

@@ -117,7 +117,6 @@ TEST_F(Instantiate, FactoryExceptionBecomesConfigErrorWithPath) {
 
 TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
   std::shared_ptr<ft::MetricLogger> logger;
-  const std::string lib = case_lib("counting_logger");
   {
     fthost::PluginLoader loader;
     loader.load_all({{case_dir("counting_logger"), "--plugin-dir"}});
@@ -126,15 +125,11 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
         ft::detail::root_node(fthost::load_config(path, {})).table("metric_logger"));
   }
   // The loader and registry are gone; the library must still be mapped and the object usable.
-  std::ifstream maps("/proc/self/maps");
-  std::string all((std::istreambuf_iterator<char>(maps)), {});
-  EXPECT_NE(all.find("libtest_counting_logger.so"), std::string::npos);
+  EXPECT_NE(fttest::read_file("/proc/self/maps").find("libtest_counting_logger.so"), std::string::npos);
   logger->log("loss", 1.0, 1);
   logger->log_dict({{"a", 1.0}, {"b", 2.0}}, 2);
   logger.reset();
-  std::ifstream maps_after("/proc/self/maps");
-  std::string after((std::istreambuf_iterator<char>(maps_after)), {});
-  EXPECT_EQ(after.find("libtest_counting_logger.so"), std::string::npos) << "library should unload with its last object";
+  EXPECT_EQ(fttest::read_file("/proc/self/maps").find("libtest_counting_logger.so"), std::string::npos) << "library should unload with its last object";
 }
 
 }  // namespace

@@ -20,6 +20,12 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
   return path;
 }
 
+// The whole contents of a file ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 // The message of the exception `fn` throws (fails the test when it throws none).
 template <class E = std::exception>
 std::string error_of(const std::function<void()>& fn) {
