@@ -1,0 +1,34 @@
+// Collate interface (`torchtune.data.padded_collate_*`): samples -> one micro-batch of tensors.
+// The recipe passes the padding id (the tokenizer's, or the config's) and the loss's ignore index.
+#pragma once
+
+#include <ft/kind.h>
+#include <ft/sample.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ft {
+
+struct Batch {
+  at::Tensor tokens;     // [b, s] int64
+  at::Tensor labels;     // [b, s] int64, unshifted, ignore_index where padded or masked
+  at::Tensor input_pos;  // [b, s] int64 positions, undefined unless packed
+  at::Tensor mask;       // [b, s, s] bool attention mask, undefined unless packed (causal otherwise)
+};
+
+class Collate {
+ public:
+  static constexpr Kind kind = Kind::Collate;
+  struct Args {
+    std::int64_t pad_id = 0;
+    std::int64_t ignore_index = kIgnoreIndex;
+  };
+
+  virtual ~Collate() = default;
+  virtual Batch collate(const std::vector<Sample>& samples) const = 0;
+};
+
+}  // namespace ft
