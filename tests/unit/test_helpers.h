@@ -5,6 +5,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -36,6 +37,12 @@ std::string error_of(const std::function<void()>& fn) {
   }
   ADD_FAILURE() << "expected an exception";
   return {};
+}
+
+// The shared third-party fixtures: $FT_FIXTURES, else ../shared/fixtures next to the source tree.
+inline std::string fixtures_dir() {
+  if (const char* env = std::getenv("FT_FIXTURES"); env && *env) return env;
+  return std::string(FT_SOURCE_DIR) + "/../shared/fixtures";
 }
 
 }  // namespace fttest
