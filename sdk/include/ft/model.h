@@ -1,0 +1,69 @@
+// Model interface (`torchtune.models.*` builders). A model is a torch::nn::Module plus what the
+// recipe, the losses and the checkpointer need to know about it: how to run it, its output
+// projection, and how its parameters are named in Hugging Face checkpoints.
+#pragma once
+
+#include <ft/kind.h>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ft {
+
+struct ModelInput {
+  at::Tensor tokens;     // [b, s] int64
+  at::Tensor input_pos;  // [b, s] int64 positions; undefined: 0..s-1 for every row
+  at::Tensor mask;       // [b, s, s] bool, true = may attend; undefined: causal
+};
+
+// What the loss wants back: chunked logits (CEWithChunkedOutputLoss) or only the final hidden
+// state (LinearCrossEntropyLoss projects it chunk by chunk itself).
+struct OutputRequest {
+  int num_output_chunks = 1;
+  bool hidden_only = false;
+};
+
+struct ModelOutput {
+  std::vector<at::Tensor> logits;  // chunks along the sequence, each [b, s_i, vocab]; empty if hidden_only
+  at::Tensor hidden;               // [b, s, dim] after the final norm; set when hidden_only
+};
+
+// One parameter under its Hugging Face name. `tensor` is the live parameter (same storage).
+struct NamedTensor {
+  std::string name;
+  at::Tensor tensor;
+};
+
+class Model {
+ public:
+  static constexpr Kind kind = Kind::Model;
+  struct Args {
+    c10::ScalarType dtype = c10::ScalarType::Float;
+    c10::Device device = c10::Device(c10::DeviceType::CPU);
+    std::uint64_t seed = 0;  // random initialisation before any checkpoint is loaded
+  };
+
+  virtual ~Model() = default;
+  virtual torch::nn::Module& module() = 0;
+  virtual ModelOutput forward(const ModelInput& input, const OutputRequest& request = {}) = 0;
+  // The [vocab, dim] output projection (the embedding when tied).
+  virtual at::Tensor output_weight() = 0;
+  // Every trainable tensor exactly once, under its Hugging Face name, in checkpoint order.
+  virtual std::vector<NamedTensor> hf_parameters() = 0;
+  // Hugging Face names a checkpoint may hold that this model deliberately ignores
+  // (e.g. `lm_head.weight` of a tied model, rotary caches).
+  virtual bool ignorable_hf_name(const std::string& name) const { (void)name; return false; }
+  // A Hugging Face `config.json` describing this architecture, for checkpoints of models
+  // initialised from scratch.
+  virtual std::string hf_config_json() const = 0;
+  virtual std::int64_t vocab_size() const = 0;
+};
+
+}  // namespace ft
