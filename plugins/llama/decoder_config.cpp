@@ -1,0 +1,38 @@
+#include "decoder_config.h"
+
+namespace ft_llama {
+
+std::string DecoderConfig::problem() const {
+  auto positive = [](std::int64_t v) { return v > 0; };
+  if (!positive(vocab_size)) return "vocab_size must be positive";
+  if (!positive(num_layers)) return "num_layers must be positive";
+  if (!positive(num_heads)) return "num_heads must be positive";
+  if (!positive(num_kv_heads)) return "num_kv_heads must be positive";
+  if (!positive(embed_dim)) return "embed_dim must be positive";
+  if (!positive(intermediate_dim)) return "intermediate_dim must be positive";
+  if (!positive(max_seq_len)) return "max_seq_len must be positive";
+  if (num_heads % num_kv_heads != 0)
+    return "num_heads (" + std::to_string(num_heads) + ") must be a multiple of num_kv_heads (" +
+           std::to_string(num_kv_heads) + ")";
+  if (head_dim <= 0 && embed_dim % num_heads != 0)
+    return "embed_dim (" + std::to_string(embed_dim) + ") must be divisible by num_heads (" +
+           std::to_string(num_heads) + ")";
+  if (resolved_head_dim() % 2 != 0) return "the head dimension must be even for RoPE";
+  if (!(norm_eps > 0)) return "norm_eps must be positive";
+  if (!(rope_base > 1)) return "rope_base must be greater than 1";
+  if (rope_scaling) {
+    const auto& s = *rope_scaling;
+    if (!(s.factor >= 1)) return "scale_factor must be at least 1";
+    if (!(s.high_freq_factor > s.low_freq_factor)) return "rope high_freq_factor must exceed low_freq_factor";
+    if (s.original_max_position_embeddings <= 0) return "rope original_max_position_embeddings must be positive";
+  }
+  return {};
+}
+
+std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of) {
+  std::int64_t hidden = 4 * dim;
+  hidden = (2 * hidden) / 3;
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+}  // namespace ft_llama

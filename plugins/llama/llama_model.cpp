@@ -1,0 +1,128 @@
+#include "llama_model.h"
+
+#include <ft/errors.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+namespace ft_llama {
+
+namespace {
+
+std::string hf_dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    default: return "float32";
+  }
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+LlamaFamilyModel::LlamaFamilyModel(const DecoderConfig& config, const ft::Model::Args& args) : dtype_(args.dtype) {
+  decoder_ = TransformerDecoder(config);
+  initialize_weights(*decoder_, args.seed);
+  decoder_->to(args.device, args.dtype);
+}
+
+ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft::OutputRequest& request) {
+  const at::Tensor& tokens = input.tokens;
+  const DecoderConfig& cfg = decoder_->config;
+  if (tokens.dim() != 2 || tokens.scalar_type() != at::kLong)
+    throw ft::Error("model: tokens must be a [batch, seq] int64 tensor");
+  if (tokens.size(1) > cfg.max_seq_len)
+    throw ft::Error("model: sequence of " + std::to_string(tokens.size(1)) + " tokens exceeds max_seq_len " +
+                    std::to_string(cfg.max_seq_len));
+  if (tokens.numel() > 0) {
+    const std::int64_t lo = tokens.min().item<std::int64_t>(), hi = tokens.max().item<std::int64_t>();
+    if (lo < 0 || hi >= cfg.vocab_size)
+      throw ft::Error("model: token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary [0, " +
+                      std::to_string(cfg.vocab_size) + ")");
+  }
+  at::Tensor positions = input.input_pos.defined() ? input.input_pos : at::arange(tokens.size(1), tokens.options());
+  at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask);
+  ft::ModelOutput out;
+  if (request.hidden_only) {
+    out.hidden = hidden;
+    return out;
+  }
+  const at::Tensor& weight = decoder_->output_weight();
+  const int chunks = std::max(1, request.num_output_chunks);
+  for (const at::Tensor& chunk : hidden.chunk(chunks, 1)) out.logits.push_back(at::linear(chunk, weight));
+  return out;
+}
+
+std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {
+  std::vector<ft::NamedTensor> named;
+  auto add = [&](std::string name, const at::Tensor& t) {
+    if (t.defined()) named.push_back({std::move(name), t});
+  };
+  add("model.embed_tokens.weight", decoder_->tok_embeddings);
+  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
+    const auto& layer = decoder_->layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    add(p + "input_layernorm.weight", layer->sa_norm->scale);
+    add(p + "self_attn.q_proj.weight", layer->attn->q_proj->weight);
+    add(p + "self_attn.q_proj.bias", layer->attn->q_proj->bias);
+    add(p + "self_attn.k_proj.weight", layer->attn->k_proj->weight);
+    add(p + "self_attn.k_proj.bias", layer->attn->k_proj->bias);
+    add(p + "self_attn.v_proj.weight", layer->attn->v_proj->weight);
+    add(p + "self_attn.v_proj.bias", layer->attn->v_proj->bias);
+    add(p + "self_attn.o_proj.weight", layer->attn->output_proj->weight);
+    add(p + "post_attention_layernorm.weight", layer->mlp_norm->scale);
+    add(p + "mlp.gate_proj.weight", layer->mlp->w1->weight);
+    add(p + "mlp.up_proj.weight", layer->mlp->w3->weight);
+    add(p + "mlp.down_proj.weight", layer->mlp->w2->weight);
+  }
+  add("model.norm.weight", decoder_->norm->scale);
+  add("lm_head.weight", decoder_->output);
+  return named;
+}
+
+bool LlamaFamilyModel::ignorable_hf_name(const std::string& name) const {
+  // A tied model's checkpoint may still carry the (identical) lm_head copy; HF also used to
+  // store the rotary inverse frequencies, which are recomputed from the config.
+  if (decoder_->config.tie_word_embeddings && name == "lm_head.weight") return true;
+  return ends_with(name, ".rotary_emb.inv_freq");
+}
+
+std::string LlamaFamilyModel::hf_config_json() const {
+  const DecoderConfig& c = decoder_->config;
+  const bool qwen = c.family == "qwen2";
+  nlohmann::ordered_json j;
+  j["architectures"] = {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+  j["model_type"] = qwen ? "qwen2" : "llama";
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.embed_dim;
+  j["intermediate_size"] = c.intermediate_dim;
+  j["num_hidden_layers"] = c.num_layers;
+  j["num_attention_heads"] = c.num_heads;
+  j["num_key_value_heads"] = c.num_kv_heads;
+  j["head_dim"] = c.resolved_head_dim();
+  j["hidden_act"] = "silu";
+  j["max_position_embeddings"] = c.max_seq_len;
+  j["rms_norm_eps"] = c.norm_eps;
+  j["rope_theta"] = c.rope_base;
+  if (c.rope_scaling) {
+    j["rope_scaling"] = {{"factor", c.rope_scaling->factor},
+                         {"low_freq_factor", c.rope_scaling->low_freq_factor},
+                         {"high_freq_factor", c.rope_scaling->high_freq_factor},
+                         {"original_max_position_embeddings", c.rope_scaling->original_max_position_embeddings},
+                         {"rope_type", "llama3"}};
+  } else {
+    j["rope_scaling"] = nullptr;
+  }
+  if (!qwen) {
+    j["attention_bias"] = c.qkv_bias;
+    j["mlp_bias"] = false;
+  }
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["torch_dtype"] = hf_dtype_name(dtype_);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ft_llama

@@ -1,0 +1,32 @@
+// ft::Model for the Llama family: the decoder plus its Hugging Face naming and config.json.
+#pragma once
+
+#include "decoder_config.h"
+#include "transformer_decoder.h"
+
+#include <ft/model.h>
+
+#include <memory>
+
+namespace ft_llama {
+
+class LlamaFamilyModel final : public ft::Model {
+ public:
+  LlamaFamilyModel(const DecoderConfig& config, const ft::Model::Args& args);
+
+  torch::nn::Module& module() override { return *decoder_; }
+  ft::ModelOutput forward(const ft::ModelInput& input, const ft::OutputRequest& request) override;
+  at::Tensor output_weight() override { return decoder_->output_weight(); }
+  std::vector<ft::NamedTensor> hf_parameters() override;
+  bool ignorable_hf_name(const std::string& name) const override;
+  std::string hf_config_json() const override;
+  std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
+
+  const DecoderConfig& config() const { return decoder_->config; }
+
+ private:
+  TransformerDecoder decoder_{nullptr};
+  c10::ScalarType dtype_;
+};
+
+}  // namespace ft_llama

@@ -1,0 +1,139 @@
+#include "transformer_decoder.h"
+
+#include "rotary_embedding.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/modules/container/any.h>
+
+#include <cmath>
+#include <limits>
+
+namespace ft_llama {
+
+ProjectionImpl::ProjectionImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias) {
+  weight = register_parameter("weight", at::empty({out_features, in_features}));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out_features}));
+}
+
+at::Tensor ProjectionImpl::forward(const at::Tensor& x) const { return at::linear(x, weight, bias); }
+
+RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps_) : eps(eps_) {
+  scale = register_parameter("scale", at::ones({dim}));
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) const {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor normed = (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
+  return normed * scale;
+}
+
+AttentionImpl::AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies)
+    : num_heads_(cfg.num_heads),
+      num_kv_heads_(cfg.num_kv_heads),
+      head_dim_(cfg.resolved_head_dim()),
+      inverse_frequencies_(std::move(inverse_frequencies)) {
+  q_proj = register_module("q_proj", Projection(cfg.embed_dim, num_heads_ * head_dim_, cfg.qkv_bias));
+  k_proj = register_module("k_proj", Projection(cfg.embed_dim, num_kv_heads_ * head_dim_, cfg.qkv_bias));
+  v_proj = register_module("v_proj", Projection(cfg.embed_dim, num_kv_heads_ * head_dim_, cfg.qkv_bias));
+  output_proj = register_module("output_proj", Projection(num_heads_ * head_dim_, cfg.embed_dim, false));
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
+  const std::int64_t b = x.size(0), s = x.size(1), group = num_heads_ / num_kv_heads_;
+  at::Tensor q = apply_rotary_embedding(q_proj->forward(x).view({b, s, num_heads_, head_dim_}), positions,
+                                        inverse_frequencies_);
+  at::Tensor k = apply_rotary_embedding(k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_}), positions,
+                                        inverse_frequencies_);
+  at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
+  // Grouped-query attention without copying k/v per query head: the `group` query heads that
+  // share a kv head are stacked along the sequence axis of one matmul.
+  q = q.transpose(1, 2).reshape({b, num_kv_heads_, group * s, head_dim_});
+  k = k.transpose(1, 2);  // [b, kv, s, hd]
+  v = v.transpose(1, 2);
+  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).view({b, num_kv_heads_, group, s, s});
+  scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  at::Tensor allowed = mask.dim() == 2 ? mask : mask.view({b, 1, 1, s, s});
+  scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type()).view({b, num_kv_heads_, group * s, s});
+  at::Tensor out = at::matmul(probs, v).view({b, num_heads_, s, head_dim_});
+  return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
+}
+
+FeedForwardImpl::FeedForwardImpl(std::int64_t dim, std::int64_t hidden_dim) {
+  w1 = register_module("w1", Projection(dim, hidden_dim, false));
+  w2 = register_module("w2", Projection(hidden_dim, dim, false));
+  w3 = register_module("w3", Projection(dim, hidden_dim, false));
+}
+
+at::Tensor FeedForwardImpl::forward(const at::Tensor& x) const {
+  return w2->forward(at::silu(w1->forward(x)) * w3->forward(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies) {
+  sa_norm = register_module("sa_norm", RMSNorm(cfg.embed_dim, cfg.norm_eps));
+  attn = register_module("attn", Attention(cfg, std::move(inverse_frequencies)));
+  mlp_norm = register_module("mlp_norm", RMSNorm(cfg.embed_dim, cfg.norm_eps));
+  mlp = register_module("mlp", FeedForward(cfg.embed_dim, cfg.intermediate_dim));
+}
+
+at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
+  at::Tensor h = x + attn->forward(sa_norm->forward(x), positions, mask);
+  return h + mlp->forward(mlp_norm->forward(h));
+}
+
+TransformerDecoderImpl::TransformerDecoderImpl(const DecoderConfig& cfg) : config(cfg) {
+  inverse_frequencies_ = rope_inverse_frequencies(cfg.resolved_head_dim(), cfg.rope_base, cfg.rope_scaling);
+  auto embedding = register_module("tok_embeddings", std::make_shared<torch::nn::Module>());
+  tok_embeddings = embedding->register_parameter("weight", at::empty({cfg.vocab_size, cfg.embed_dim}));
+  layer_list_ = register_module("layers", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < cfg.num_layers; ++i) {
+    layers.emplace_back(cfg, inverse_frequencies_);
+    layer_list_->push_back(layers.back());
+  }
+  norm = register_module("norm", RMSNorm(cfg.embed_dim, cfg.norm_eps));
+  if (!cfg.tie_word_embeddings) {
+    auto projection = register_module("output", std::make_shared<torch::nn::Module>());
+    output = projection->register_parameter("weight", at::empty({cfg.vocab_size, cfg.embed_dim}));
+  }
+}
+
+at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions,
+                                          const at::Tensor& mask) const {
+  at::Tensor h = at::embedding(tok_embeddings, tokens);
+  const std::int64_t s = tokens.size(1);
+  const at::Tensor allowed = mask.defined() ? mask : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();
+  for (const auto& layer : layers) h = layer->forward(h, positions, allowed);
+  return norm->forward(h);
+}
+
+const at::Tensor& TransformerDecoderImpl::output_weight() const {
+  return config.tie_word_embeddings ? tok_embeddings : output;
+}
+
+void initialize_weights(TransformerDecoderImpl& model, std::uint64_t seed) {
+  at::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  constexpr double kStd = 0.02;
+  const double residual_std = kStd / std::sqrt(2.0 * static_cast<double>(model.config.num_layers));
+  auto fill = [&](at::Tensor& t, double std) {
+    if (t.device().is_cpu()) {
+      t.normal_(0.0, std, gen);
+    } else {
+      t.copy_(at::empty(t.sizes(), t.options().device(at::kCPU)).normal_(0.0, std, gen));
+    }
+  };
+  fill(model.tok_embeddings, kStd);
+  for (auto& layer : model.layers) {
+    fill(layer->attn->q_proj->weight, kStd);
+    fill(layer->attn->k_proj->weight, kStd);
+    fill(layer->attn->v_proj->weight, kStd);
+    fill(layer->attn->output_proj->weight, residual_std);
+    fill(layer->mlp->w1->weight, kStd);
+    fill(layer->mlp->w3->weight, kStd);
+    fill(layer->mlp->w2->weight, residual_std);
+  }
+  if (model.output.defined()) fill(model.output, kStd);
+}
+
+}  // namespace ft_llama

@@ -1,0 +1,93 @@
+// The Llama-family decoder as torch modules. Parameter names follow torchtune's modules
+// (tok_embeddings, layers.N.attn.q_proj, layers.N.mlp.w1, norm, output) so optimizer state and
+// logs read like torchtune's; the model maps them to Hugging Face names for checkpoints.
+#pragma once
+
+#include "decoder_config.h"
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/pimpl.h>
+
+#include <optional>
+#include <vector>
+
+namespace ft_llama {
+
+class ProjectionImpl : public torch::nn::Module {
+ public:
+  ProjectionImpl(std::int64_t in_features, std::int64_t out_features, bool bias);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor weight;  // [out, in]
+  at::Tensor bias;    // [out] or undefined
+};
+TORCH_MODULE(Projection);
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor scale;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies);
+  // mask: [s, s] (shared by the batch) or [b, s, s] bool, true = may attend.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
+  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
+
+ private:
+  std::int64_t num_heads_, num_kv_heads_, head_dim_;
+  at::Tensor inverse_frequencies_;
+};
+TORCH_MODULE(Attention);
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(std::int64_t dim, std::int64_t hidden_dim);
+  at::Tensor forward(const at::Tensor& x) const;
+  Projection w1{nullptr}, w2{nullptr}, w3{nullptr};  // gate, down, up
+};
+TORCH_MODULE(FeedForward);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
+  RMSNorm sa_norm{nullptr};
+  Attention attn{nullptr};
+  RMSNorm mlp_norm{nullptr};
+  FeedForward mlp{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class TransformerDecoderImpl : public torch::nn::Module {
+ public:
+  explicit TransformerDecoderImpl(const DecoderConfig& cfg);
+  // The final hidden state [b, s, dim], after the last norm.
+  at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask) const;
+  // The [vocab, dim] output projection: the embedding itself when tied.
+  const at::Tensor& output_weight() const;
+
+  DecoderConfig config;
+  at::Tensor tok_embeddings;  // [vocab, dim], registered as tok_embeddings.weight
+  std::vector<DecoderLayer> layers;
+  RMSNorm norm{nullptr};
+  at::Tensor output;  // [vocab, dim] (output.weight); undefined when tied
+
+ private:
+  torch::nn::ModuleList layer_list_;
+  at::Tensor inverse_frequencies_;
+};
+TORCH_MODULE(TransformerDecoder);
+
+// Fills every parameter from a seeded generator: N(0, 0.02) for embeddings and projections,
+// scaled by 1/sqrt(2 * num_layers) for the projections that feed the residual stream, ones for
+// norms, zeros for biases.
+void initialize_weights(TransformerDecoderImpl& model, std::uint64_t seed);
+
+}  // namespace ft_llama
