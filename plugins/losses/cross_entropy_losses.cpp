@@ -1,0 +1,125 @@
+// Plugin ft_losses: token cross-entropy in the three shapes torchtune configs name. Each returns
+// the sum over targets != ignore_index; the recipe normalises by the step's token count.
+#include <ft/config.h>
+#include <ft/loss.h>
+#include <ft/plugin.h>
+
+#include <ATen/ATen.h>
+
+namespace {
+
+using ft::ValueType;
+
+at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index) {
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}),
+                                /*weight=*/{}, at::Reduction::Sum, ignore_index);
+}
+
+// torch.nn.CrossEntropyLoss over the whole [b, s, vocab] logits.
+class FullCrossEntropy final : public ft::Loss {
+ public:
+  explicit FullCrossEntropy(std::int64_t ignore_index) : ignore_index_(ignore_index) {}
+  std::int64_t ignore_index() const override { return ignore_index_; }
+  ft::OutputRequest output_request() const override { return {1, false}; }
+  at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
+    at::Tensor logits = out.logits.size() == 1 ? out.logits[0] : at::cat(out.logits, 1);
+    return cross_entropy_sum(logits, targets, ignore_index_);
+  }
+
+ private:
+  std::int64_t ignore_index_;
+};
+
+// torchtune.modules.loss.CEWithChunkedOutputLoss: the model emits the logits in chunks along
+// the sequence, each upcast to float32 only while its own loss is computed.
+class ChunkedCrossEntropy final : public ft::Loss {
+ public:
+  ChunkedCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
+  std::int64_t ignore_index() const override { return ignore_index_; }
+  ft::OutputRequest output_request() const override { return {chunks_, false}; }
+  at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
+    std::vector<at::Tensor> target_chunks = targets.chunk(static_cast<std::int64_t>(out.logits.size()), 1);
+    at::Tensor total = at::zeros({}, targets.options().dtype(at::kFloat));
+    for (std::size_t i = 0; i < out.logits.size(); ++i)
+      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_);
+    return total;
+  }
+
+ private:
+  int chunks_;
+  std::int64_t ignore_index_;
+};
+
+// torchtune.modules.loss.LinearCrossEntropyLoss: takes the final hidden state, drops the
+// positions whose target is ignored, and projects the rest chunk by chunk, so the full
+// [tokens, vocab] logits never exist at once in the forward pass.
+class LinearCrossEntropy final : public ft::Loss {
+ public:
+  LinearCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
+  std::int64_t ignore_index() const override { return ignore_index_; }
+  ft::OutputRequest output_request() const override { return {1, true}; }
+  at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model& model) override {
+    const at::Tensor& hidden = out.hidden;
+    at::Tensor flat_targets = targets.reshape({-1});
+    at::Tensor keep = flat_targets.ne(ignore_index_).nonzero().squeeze(1);
+    at::Tensor kept_hidden = hidden.reshape({-1, hidden.size(-1)}).index_select(0, keep);
+    at::Tensor kept_targets = flat_targets.index_select(0, keep);
+    at::Tensor weight = model.output_weight();
+    at::Tensor total = at::zeros({}, targets.options().dtype(at::kFloat));
+    if (keep.numel() == 0) return total + 0.0 * hidden.sum();  // keeps the graph connected
+    const auto hidden_chunks = kept_hidden.chunk(chunks_, 0);
+    const auto target_chunks = kept_targets.chunk(chunks_, 0);
+    for (std::size_t i = 0; i < hidden_chunks.size(); ++i)
+      total = total + cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_);
+    return total;
+  }
+
+ private:
+  int chunks_;
+  std::int64_t ignore_index_;
+};
+
+std::int64_t checked_ignore_index(const ft::ConfigNode& cfg) { return cfg.get<std::int64_t>("ignore_index"); }
+
+int checked_chunks(const ft::ConfigNode& cfg) {
+  const int chunks = cfg.get<int>("num_output_chunks");
+  if (chunks < 1) cfg.fail("num_output_chunks", "must be at least 1, got " + std::to_string(chunks));
+  return chunks;
+}
+
+void register_components(ft::Registry& reg) {
+  ft::Schema full;
+  full.optional("ignore_index", ValueType::Int, "-100", "target id excluded from the loss")
+      .optional("reduction", ValueType::String, "\"mean\"", "only \"mean\": the recipe normalises per step")
+      .optional("label_smoothing", ValueType::Float, "0.0", "only 0.0");
+  reg.add<ft::Loss>("torch.nn.CrossEntropyLoss", full, "cross-entropy over the full logits",
+                    [](const ft::ConfigNode& cfg, ft::Loss::Args) {
+                      if (cfg.get<std::string>("reduction") != "mean")
+                        cfg.fail("reduction",
+                                 "only \"mean\" is supported: the recipe sums token losses and divides by the "
+                                 "tokens of the whole optimizer step");
+                      if (cfg.get<double>("label_smoothing") != 0.0)
+                        cfg.fail("label_smoothing", "label smoothing is not supported; use 0.0");
+                      return std::make_unique<FullCrossEntropy>(checked_ignore_index(cfg));
+                    });
+
+  ft::Schema chunked;
+  chunked.optional("num_output_chunks", ValueType::Int, "8", "sequence chunks of the output projection")
+      .optional("ignore_index", ValueType::Int, "-100", "target id excluded from the loss");
+  reg.add<ft::Loss>("torchtune.modules.loss.CEWithChunkedOutputLoss", chunked,
+                    "cross-entropy over logits computed in sequence chunks",
+                    [](const ft::ConfigNode& cfg, ft::Loss::Args) {
+                      return std::make_unique<ChunkedCrossEntropy>(checked_chunks(cfg), checked_ignore_index(cfg));
+                    });
+
+  ft::Schema linear = chunked;
+  reg.add<ft::Loss>("torchtune.modules.loss.LinearCrossEntropyLoss", linear,
+                    "output projection fused into the loss, masked positions skipped",
+                    [](const ft::ConfigNode& cfg, ft::Loss::Args) {
+                      return std::make_unique<LinearCrossEntropy>(checked_chunks(cfg), checked_ignore_index(cfg));
+                    });
+}
+
+}  // namespace
+
+FT_PLUGIN("ft_losses", "0.1.0", register_components)
