@@ -1,0 +1,55 @@
+#include "device_support.h"
+
+#include "torch_compat.h"
+
+#include <fstream>
+#include <string>
+
+namespace fthost {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// VmHWM: the resident-set high-water mark the kernel keeps for the process.
+double peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // reported in kB
+  }
+  return 0;
+}
+
+}  // namespace
+
+c10::Device resolve_device(const ft::ConfigNode& root) {
+  const std::string name = root.get<std::string>("device");
+  c10::Device device(c10::DeviceType::CPU);
+  try {
+    device = c10::Device(name);
+  } catch (const std::exception&) {
+    root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\"");
+  }
+  if (device.is_cpu()) return device;
+  if (!device.is_cuda()) root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\"");
+  if (!compat::cuda_built())
+    root.fail("device", "this fthost was built without CUDA; use device = \"cpu\" or a CUDA build");
+  const auto count = compat::cuda_device_count();
+  if (count == 0) root.fail("device", "no CUDA device is visible to this process");
+  if (device.has_index() && device.index() >= count)
+    root.fail("device", "\"" + name + "\": only " + std::to_string(count) + " CUDA device(s) visible");
+  return device;
+}
+
+ft::Metrics peak_memory_stats(const c10::Device& device) {
+  if (device.is_cuda()) {
+    const auto peaks = compat::cuda_memory_peaks(device.has_index() ? device.index() : 0);
+    return {{"peak_memory_active", peaks.active_bytes / kGiB},
+            {"peak_memory_alloc", peaks.allocated_bytes / kGiB},
+            {"peak_memory_reserved", peaks.reserved_bytes / kGiB}};
+  }
+  return {{"peak_memory_rss", peak_rss_bytes() / kGiB}};
+}
+
+}  // namespace fthost

@@ -1,0 +1,51 @@
+#include "thread_settings.h"
+
+#include <ft/log.h>
+
+#include <ATen/Parallel.h>
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace fthost {
+
+namespace {
+
+int cores_available() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+}  // namespace
+
+void ensure_passive_openmp_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc): carry on with the runtime's default policy.
+}
+
+ThreadPlan apply_thread_settings(int num_threads) {
+  ThreadPlan plan;
+  const int threads = num_threads > 0 ? num_threads : cores_available();
+  at::set_num_threads(threads);
+  plan.intra_op = at::get_num_threads();
+  // Looked up at run time: OpenBLAS is linked through LibTorch, and another BLAS may stand in.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(threads);
+    plan.openblas = threads;
+    plan.openblas_found = true;
+  }
+  ft::log::info("threads: {} intra-op, {} (OMP_WAIT_POLICY={})", plan.intra_op,
+                plan.openblas_found ? std::to_string(plan.openblas) + " OpenBLAS" : std::string("no OpenBLAS found"),
+                std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default");
+  return plan;
+}
+
+}  // namespace fthost
