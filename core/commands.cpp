@@ -1,9 +1,10 @@
 #include "commands.h"
 
 #include "config_loader.h"
-#include "demo_recipe.h"
+#include "full_finetune_recipe.h"
 #include "plugin_loader.h"
 #include "recipe_schema.h"
+#include "training_settings.h"
 
 #include "ft_host/schema_check.h"
 
@@ -77,9 +78,33 @@ int cmd_plugins(const Invocation& inv) {
   return 0;
 }
 
+// torchtune names the collate function with a top-level `collate_fn = "dotted.name"`; fthost
+// instantiates it like any component, from a `collate` table. The translation shows in the
+// effective config.
+void translate_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {
+  if (root.is_table("collate")) {
+    if (root.has("collate_fn"))
+      root.fail("collate_fn", "give the collate function once: either collate_fn or a [collate] table");
+    return;
+  }
+  const std::string name = root.get<std::string>("collate_fn", "torchtune.data.padded_collate_sft");
+  if (name.find("left_pad_sequence") != std::string::npos)
+    root.fail("collate_fn", "left_pad_sequence collator is only for inference.");
+  std::vector<std::string> overrides{"collate._component_=\"" + name + "\""};
+  if (root.has("collate_fn")) overrides.push_back("~collate_fn");
+  apply_overrides(doc, overrides);
+}
+
 // Schema-checks the top level and every component table; all problems are reported together.
 void validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
   std::vector<std::string> problems = ft::detail::check_and_complete(root, recipe_schema());
+  if (problems.empty()) {
+    try {
+      read_training_settings(root);
+    } catch (const ft::ConfigError& e) {
+      problems.push_back(e.what());
+    }
+  }
   for (const auto& key : root.keys()) {
     auto kind = kind_of_table(key);
     if (!kind || !root.is_table(key)) continue;
@@ -108,6 +133,7 @@ int cmd_validate_or_run(const Invocation& inv) {
   if (inv.config_path.empty()) throw ft::ConfigError("--config: required (a run configuration in TOML)");
   auto doc = load_config(inv.config_path, inv.args);
   ft::ConfigNode root = ft::detail::root_node(doc);
+  translate_torchtune_keys(*doc, root);
   PluginLoader loader = load_plugins(inv, &root);
   validate_config(loader.registry(), root);
   if (inv.command == "validate") {
@@ -122,7 +148,7 @@ int cmd_validate_or_run(const Invocation& inv) {
     std::ofstream f(out_dir + "/config.effective.toml");
     f << effective << "\n";
   }
-  return run_demo_recipe(loader.registry(), root);
+  return run_full_finetune(loader.registry(), root);
 }
 
 }  // namespace

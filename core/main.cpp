@@ -1,5 +1,6 @@
 // fthost: the command-line host. Parses the command, loads plugins, dispatches.
 #include "commands.h"
+#include "thread_settings.h"
 
 #include <ft/errors.h>
 #include <ft/log.h>
@@ -11,6 +12,7 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  fthost::ensure_passive_openmp_wait_policy(argv);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
 
   po::options_description visible(

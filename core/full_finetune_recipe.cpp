@@ -1,0 +1,192 @@
+#include "full_finetune_recipe.h"
+
+#include "device_support.h"
+#include "distributed_sampler.h"
+#include "gradient_ops.h"
+#include "thread_settings.h"
+#include "training_settings.h"
+
+#include <ft/checkpointer.h>
+#include <ft/collate.h>
+#include <ft/dataset.h>
+#include <ft/errors.h>
+#include <ft/log.h>
+#include <ft/loss.h>
+#include <ft/lr_scheduler.h>
+#include <ft/metric_logger.h>
+#include <ft/model.h>
+#include <ft/optimizer.h>
+#include <ft/tokenizer.h>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace fthost {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Everything the loop needs, built in the seed's order: logger, model (+ checkpoint), tokenizer,
+// data, loss, optimizer, scheduler.
+struct Components {
+  std::shared_ptr<ft::MetricLogger> logger;
+  std::shared_ptr<ft::Model> model;
+  std::shared_ptr<ft::Checkpointer> checkpointer;
+  std::shared_ptr<ft::Tokenizer> tokenizer;
+  std::shared_ptr<ft::Dataset> dataset;
+  std::shared_ptr<ft::Collate> collate;
+  std::shared_ptr<ft::Loss> loss;
+  std::shared_ptr<ft::Optimizer> optimizer;
+  std::shared_ptr<ft::LRScheduler> scheduler;
+  std::vector<at::Tensor> params;
+};
+
+// Closes the logger on every exit path, so a failed run still flushes what it logged.
+struct LoggerCloser {
+  ft::MetricLogger* logger;
+  ~LoggerCloser() {
+    if (logger) logger->close();
+  }
+};
+
+// Targets in the loss: labels shifted left by one, the last position ignored (torchtune's
+// hstack with its ignore-labels cache).
+at::Tensor shifted_targets(const at::Tensor& labels, std::int64_t ignore_index) {
+  at::Tensor ignored = at::full({labels.size(0), 1}, ignore_index, labels.options());
+  return at::cat({labels.slice(1, 1), ignored}, 1);
+}
+
+std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
+  std::int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
+int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) {
+  const TrainingSettings s = read_training_settings(root);
+  apply_thread_settings(s.num_threads);
+  torch::manual_seed(s.seed);
+
+  Components c;
+  c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"));
+  LoggerCloser closer{c.logger.get()};
+  c.logger->log_config(root);
+
+  const auto init_start = Clock::now();
+  c.model = registry.instantiate<ft::Model>(root.table("model"), {s.dtype, s.device, s.seed});
+  c.checkpointer = registry.instantiate<ft::Checkpointer>(root.table("checkpointer"), {s.output_dir});
+  const bool loaded = c.checkpointer->load_model(*c.model);
+  c.params = c.model->module().parameters();
+  ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", count_parameters(c.params),
+                loaded ? "weights from the checkpoint" : "random initialisation (seed " + std::to_string(s.seed) + ")",
+                c10::toString(s.dtype), seconds_since(init_start));
+
+  if (root.is_table("tokenizer")) c.tokenizer = registry.instantiate<ft::Tokenizer>(root.table("tokenizer"));
+  if (c.tokenizer && c.tokenizer->vocab_size() > c.model->vocab_size())
+    root.fail("tokenizer", "the tokenizer has " + std::to_string(c.tokenizer->vocab_size()) +
+                               " tokens but the model embeds only " + std::to_string(c.model->vocab_size()));
+  c.dataset = registry.instantiate<ft::Dataset>(root.table("dataset"), {c.tokenizer});
+  c.loss = registry.instantiate<ft::Loss>(root.table("loss"));
+  // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
+  // loss and, being at the end, are never attended to by real tokens under the causal mask.
+  const std::int64_t pad_id = c.tokenizer ? c.tokenizer->pad_id() : 0;
+  c.collate = registry.instantiate<ft::Collate>(root.table("collate"), {pad_id, c.loss->ignore_index()});
+  c.optimizer = registry.instantiate<ft::Optimizer>(root.table("optimizer"), {c.params});
+
+  // torchtune's loader: DistributedSampler(drop_last) and DataLoader(drop_last).
+  DistributedSampler sampler(c.dataset->size(), SamplerOptions{1, 0, s.shuffle, s.seed, true});
+  const auto micro_batches_per_epoch = static_cast<std::int64_t>(sampler.num_samples()) / s.batch_size;
+  std::int64_t steps_per_epoch = micro_batches_per_epoch / s.gradient_accumulation_steps;
+  if (s.max_steps_per_epoch && *s.max_steps_per_epoch < steps_per_epoch) steps_per_epoch = *s.max_steps_per_epoch;
+  if (steps_per_epoch == 0)
+    root.fail("batch_size", "the dataset's " + std::to_string(c.dataset->size()) +
+                                " samples do not fill one optimizer step of batch_size x gradient_accumulation_steps = " +
+                                std::to_string(s.batch_size * s.gradient_accumulation_steps) + " samples");
+  const std::int64_t total_steps = s.epochs * steps_per_epoch;
+  if (root.is_table("lr_scheduler"))
+    c.scheduler = registry.instantiate<ft::LRScheduler>(root.table("lr_scheduler"), {c.optimizer.get(), total_steps, -1});
+
+  ft::log::info("training: {} epoch(s) x {} steps, {} samples, batch {} x {} accumulation", s.epochs, steps_per_epoch,
+                c.dataset->size(), s.batch_size, s.gradient_accumulation_steps);
+
+  const ft::OutputRequest output_request = c.loss->output_request();
+  const std::int64_t ignore_index = c.loss->ignore_index();
+  c.model->module().train();
+  c.optimizer->zero_grad(true);
+  std::int64_t global_step = 0;
+  for (std::int64_t epoch = 0; epoch < s.epochs; ++epoch) {
+    const auto batches = batches_of(sampler.indices(epoch), static_cast<std::size_t>(s.batch_size), true);
+    // Only whole optimizer steps: a partial accumulation at the end of an epoch would otherwise
+    // leak its gradients into the next epoch's first step (the seed's behaviour; docs/parity.md).
+    const std::int64_t micro_batches = steps_per_epoch * s.gradient_accumulation_steps;
+    at::Tensor running_loss = at::zeros({}, at::kFloat);
+    std::int64_t num_tokens = 0;
+    auto step_start = Clock::now();
+    for (std::int64_t idx = 0; idx < micro_batches; ++idx) {
+      std::vector<ft::Sample> samples;
+      samples.reserve(batches[idx].size());
+      for (auto i : batches[idx]) samples.push_back(c.dataset->get(static_cast<std::size_t>(i)));
+      ft::Batch batch = c.collate->collate(samples);
+
+      const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s.device);
+      // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
+      num_tokens += targets.ne(ignore_index).sum().item<std::int64_t>();
+      ft::ModelInput input{batch.tokens.to(s.device), batch.input_pos.defined() ? batch.input_pos.to(s.device) : at::Tensor(),
+                           batch.mask.defined() ? batch.mask.to(s.device) : at::Tensor()};
+      at::Tensor loss_sum;
+      {
+        ft::ModelOutput output = c.model->forward(input, output_request);
+        loss_sum = c.loss->sum(output, targets, *c.model);
+      }  // the logits go before backward, which would otherwise peak with them alive
+      running_loss += loss_sum.detach().to(at::kCPU, at::kFloat);
+      loss_sum.backward();
+
+      if ((idx + 1) % s.gradient_accumulation_steps != 0) continue;
+      if (num_tokens == 0)
+        throw ft::Error("step " + std::to_string(global_step + 1) +
+                        ": every label of the step is ignored (-100), so there is no loss to normalise by; "
+                        "check the dataset's label masking (train_on_input) and max_seq_len");
+      scale_gradients(c.params, 1.0 / static_cast<double>(num_tokens));
+      std::optional<double> grad_norm;
+      if (s.clip_grad_norm) grad_norm = clip_gradient_norm(c.params, *s.clip_grad_norm);
+      c.optimizer->step();
+      c.optimizer->zero_grad(true);
+      ++global_step;
+      if (c.scheduler) c.scheduler->step();
+
+      const double loss_to_log = running_loss.item<double>() / static_cast<double>(num_tokens);
+      if (!std::isfinite(loss_to_log)) ft::log::warn("step {}: loss is {}", global_step, loss_to_log);
+      if (global_step % s.log_every_n_steps == 0) {
+        const double step_seconds = seconds_since(step_start);
+        ft::Metrics metrics{{"loss", loss_to_log},
+                            {"lr", c.optimizer->lr()},
+                            {"tokens_per_second_per_gpu", static_cast<double>(num_tokens) / step_seconds}};
+        if (s.log_peak_memory_stats) {
+          for (auto& m : peak_memory_stats(s.device)) metrics.push_back(std::move(m));
+        }
+        if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
+        metrics.emplace_back("num_tokens", static_cast<double>(num_tokens));
+        c.logger->log_dict(metrics, global_step);
+      }
+      running_loss.zero_();
+      num_tokens = 0;
+      step_start = Clock::now();
+    }
+    const auto save_start = Clock::now();
+    const std::string dir = c.checkpointer->save_model(*c.model, "epoch_" + std::to_string(epoch));
+    ft::log::info("epoch {}/{} done; model saved to {} ({:.2f} s)", epoch + 1, s.epochs, dir, seconds_since(save_start));
+  }
+  return 0;
+}
+
+}  // namespace fthost

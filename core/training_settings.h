@@ -1,0 +1,36 @@
+// The top-level training keys of a run, read once and checked against each other with the
+// seed recipe's own rules (fp16 refused, optimizer-in-backward vs clipping / accumulation, ...).
+#pragma once
+
+#include <ft/config.h>
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fthost {
+
+struct TrainingSettings {
+  std::string output_dir;
+  std::uint64_t seed = 0;
+  std::int64_t epochs = 1;
+  std::optional<std::int64_t> max_steps_per_epoch;
+  std::int64_t batch_size = 1;
+  std::int64_t gradient_accumulation_steps = 1;
+  // Unset: no clipping and no grad_norm logged. Infinity: the norm is logged, nothing clipped.
+  std::optional<double> clip_grad_norm;
+  bool shuffle = true;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::int64_t log_every_n_steps = 1;
+  bool log_peak_memory_stats = false;
+  int num_threads = 0;
+};
+
+// Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.
+TrainingSettings read_training_settings(const ft::ConfigNode& root);
+
+}  // namespace fthost
