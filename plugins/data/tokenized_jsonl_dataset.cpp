@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -17,7 +20,11 @@ class TokenizedJsonlDataset final : public ft::Dataset {
  public:
   TokenizedJsonlDataset(const std::string& path, std::int64_t max_seq_len) {
     std::ifstream in(path);
-    if (!in) throw ft::Error(path + ": cannot open dataset file");
+    if (!in) {
+      std::string where = path;
+      if (!path.empty() && path[0] != '/') where += " (relative to the working directory " + std::filesystem::current_path().string() + ")";
+      throw ft::Error(where + ": cannot open dataset file: " + std::strerror(errno));
+    }
     std::string line;
     for (std::size_t line_no = 1; std::getline(in, line); ++line_no) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
