@@ -1,25 +1,12 @@
 // The fthost binary end to end: exit codes and the messages a user sees.
 #include "test_helpers.h"
 
-#include <array>
-#include <cstdio>
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
+using Result = fttest::CommandResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(FTHOST_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const std::string& args) { return fttest::run_fthost(args); }
 
 const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml";
 
@@ -62,6 +49,35 @@ TEST(Cli, ValidateReportsEveryProblem) {
   EXPECT_NE(bad.output.find("'torch.optim.SGD' is an optimizer, not a loss"), std::string::npos);
 }
 
+// The seed recipe's own configuration rules, with its wording.
+TEST(Cli, ValidateAppliesTheSeedsRules) {
+  struct Case {
+    std::string overrides, message;
+  };
+  const std::vector<Case> cases = {
+      {"dtype=fp16", "full fp16 training is not supported with this recipe. Please use bf16 or fp32 instead."},
+      {"dtype=fp64", "dtype: expected \"fp32\" or \"bf16\", got \"fp64\""},
+      {"optimizer_in_bwd=true clip_grad_norm=1.0", "Gradient clipping is not supported with optimizer in bwd."},
+      {"optimizer_in_bwd=true ~clip_grad_norm gradient_accumulation_steps=2",
+       "Gradient accumulation is not supported with optimizer in bwd."},
+      {"enable_activation_offloading=true", "enable_activation_offloading should only be True when training on CUDA"},
+      {"clip_grad_norm=huge", "clip_grad_norm: expected a positive number or \"inf\", got \"huge\""},
+      {"clip_grad_norm=-1", "clip_grad_norm: expected a positive number or \"inf\""},
+      {"device=cuda", "device: this fthost was built without CUDA"},
+      {"device=tpu", "device: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\""},
+      {"batch_size=0", "batch_size: expected an integer >= 1, got 0"},
+      {"collate_fn=torchtune.data.left_pad_sequence", "left_pad_sequence collator is only for inference."},
+  };
+  for (const auto& c : cases) {
+    auto r = run("validate --config " + kDemo + " " + c.overrides);
+    EXPECT_EQ(r.exit_code, 2) << c.overrides << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.overrides << "\n" << r.output;
+  }
+  EXPECT_EQ(run("validate --config " + kDemo + " clip_grad_norm=inf").exit_code, 0);
+  EXPECT_EQ(run("validate --config " + kDemo + " 'clip_grad_norm=\"inf\"'").exit_code, 0);
+  EXPECT_EQ(run("validate --config " + kDemo + " collate_fn=torchtune.data.padded_collate_sft").exit_code, 0);
+}
+
 TEST(Cli, BrokenPluginDirFailsWithItsMessage) {
   auto r = run("plugins --plugin-dir " + std::string(FT_TEST_PLUGIN_ROOT) + "/wrong_fingerprint");
   EXPECT_EQ(r.exit_code, 2);
@@ -69,21 +85,39 @@ TEST(Cli, BrokenPluginDirFailsWithItsMessage) {
 }
 
 TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
-  auto dir = boost::filesystem::path(fttest::write_temp("x", "")).parent_path().string();
-  auto r = run("--config " + kDemo + " output_dir=" + dir + " max_steps_per_epoch=20 log_every_n_steps=10");
+  const std::string dir = fttest::temp_dir();
+  auto r = run("--config " + kDemo + " output_dir=" + dir +
+               " dataset.source=" + FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl" +
+               " max_steps_per_epoch=20 log_every_n_steps=10 metric_logger._component_=" +
+               "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' metric_logger.output_fmt=jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string text = fttest::read_file(dir + "/config.effective.toml");
   EXPECT_NE(text.find("max_steps_per_epoch = 20"), std::string::npos) << text;
   EXPECT_NE(text.find("log_dir = '" + dir + "/logs'"), std::string::npos) << text;  // interpolated
-  int lines = 0;
+  std::vector<double> losses;
   for (auto& e : boost::filesystem::directory_iterator(dir + "/logs")) {
     std::ifstream in(e.path().string());
     for (std::string line; std::getline(in, line);) {
       EXPECT_EQ(line.rfind("{\"step\": ", 0), 0u) << line;
-      ++lines;
+      const auto at = line.find("\"loss\": ");
+      ASSERT_NE(at, std::string::npos) << line;
+      losses.push_back(std::stod(line.substr(at + 8)));
     }
   }
-  EXPECT_EQ(lines, 4);  // 2 epochs x 20 steps, every 10th
+  ASSERT_EQ(losses.size(), 4u);  // 2 epochs x 20 steps, every 10th
+  // Uniform guessing over the 64-token vocabulary costs ln 64 = 4.16; the model must learn.
+  EXPECT_LT(losses.back(), losses.front()) << r.output;
+  EXPECT_LT(losses.back(), 3.5) << r.output;
+  for (const char* epoch : {"epoch_0", "epoch_1"}) {
+    EXPECT_TRUE(boost::filesystem::exists(dir + "/" + epoch + "/model.safetensors")) << epoch;
+    EXPECT_TRUE(boost::filesystem::exists(dir + "/" + epoch + "/config.json")) << epoch;
+  }
+  // The saved checkpoint is a Hugging Face model directory fthost itself can start from.
+  auto resumed = run("--config " + kDemo + " output_dir=" + dir + "/again dataset.source=" + FT_SOURCE_DIR +
+                     "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=2 checkpointer.checkpoint_dir=" +
+                     dir + "/epoch_1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("weights from the checkpoint"), std::string::npos) << resumed.output;
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 
 #include <boost/filesystem.hpp>
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -43,6 +47,27 @@ std::string error_of(const std::function<void()>& fn) {
 inline std::string fixtures_dir() {
   if (const char* env = std::getenv("FT_FIXTURES"); env && *env) return env;
   return std::string(FT_SOURCE_DIR) + "/../shared/fixtures";
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the fthost binary with `args` (shell syntax) and waits for it.
+inline CommandResult run_fthost(const std::string& args) {
+  const std::string cmd = std::string(FTHOST_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A fresh empty directory for one test.
+inline std::string temp_dir() {
+  return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string();
 }
 
 }  // namespace fttest
