@@ -49,6 +49,18 @@ TEST(Cli, ValidateReportsEveryProblem) {
   EXPECT_NE(bad.output.find("'torch.optim.SGD' is an optimizer, not a loss"), std::string::npos);
 }
 
+// Every shipped configuration names only components that exist, with valid keys.
+TEST(Cli, EveryShippedConfigValidates) {
+  int checked = 0;
+  for (auto& e : boost::filesystem::recursive_directory_iterator(std::string(FT_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() != ".toml") continue;
+    auto r = run("validate --config " + e.path().string());
+    EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+}
+
 // The seed recipe's own configuration rules, with its wording.
 TEST(Cli, ValidateAppliesTheSeedsRules) {
   struct Case {
