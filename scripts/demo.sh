@@ -4,6 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-# One rank on a shared 2-core machine: keep OpenBLAS/OpenMP from spinning.
-export OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1
+# fthost sets its thread pools itself (num_threads, OpenBLAS, OMP_WAIT_POLICY=PASSIVE unless set).
 ./build/bin/fthost --config configs/tiny_demo.toml "$@"

@@ -91,6 +91,30 @@ TEST_F(Components, CosineWithWarmupMatchesTorchtuneSchedule) {
   EXPECT_EQ(sched->last_epoch(), 100);
 }
 
+TEST_F(Components, LinearWithWarmupDecaysToZero) {
+  auto p = param_with_grad(1.0, 0.0);
+  auto cfg = root(R"(
+[optimizer]
+_component_ = "torch.optim.SGD"
+lr = 2.0
+[lr_scheduler]
+_component_ = "fthost.lr_schedulers.linear_with_warmup"
+num_warmup_steps = 4
+)");
+  auto opt = loader_->registry().instantiate<ft::Optimizer>(cfg.table("optimizer"), {{p}});
+  auto sched = loader_->registry().instantiate<ft::LRScheduler>(cfg.table("lr_scheduler"), {opt.get(), 20, -1});
+  std::vector<double> lrs{opt->lr()};
+  for (int i = 0; i < 20; ++i) {
+    sched->step();
+    lrs.push_back(opt->lr());
+  }
+  EXPECT_DOUBLE_EQ(lrs[0], 0.0);
+  EXPECT_DOUBLE_EQ(lrs[2], 1.0);    // 2 * 2/4
+  EXPECT_DOUBLE_EQ(lrs[4], 2.0);    // warmup done
+  EXPECT_DOUBLE_EQ(lrs[12], 1.0);   // 2 * (20 - 12) / 16
+  EXPECT_DOUBLE_EQ(lrs[20], 0.0);
+}
+
 TEST_F(Components, SchedulerResumesFromLastEpoch) {
   auto p = param_with_grad(1.0, 0.0);
   auto cfg = root(kCosineConfig);
