@@ -1,0 +1,352 @@
+// torchtune.training.FullModelHFCheckpointer: full model weights in Hugging Face format.
+//
+// Loading maps the checkpoint's safetensors files and copies each tensor into the model's live
+// parameter of the same Hugging Face name (Model::hf_parameters), converting dtype. Every name,
+// shape and file is checked before the first copy, so a failed load leaves the model as it was.
+//
+// Saving writes `<output_dir>/<tag>/` as a model directory Hugging Face's from_pretrained reads:
+// the weights (sharded like HF above max_shard_size), config.json and the source directory's
+// tokenizer/generation files. It is built in a hidden `.<tag>.partial-<pid>` directory and
+// swapped in only when complete and synced, so `<tag>` is always a whole checkpoint.
+#include "checkpointers_components.h"
+#include "durable_files.h"
+#include "safetensors.h"
+
+#include <ft/checkpointer.h>
+#include <ft/config.h>
+#include <ft/errors.h>
+#include <ft/log.h>
+#include <ft/registry.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace ft_checkpointers {
+
+namespace {
+
+namespace fs = std::filesystem;
+using ft::ValueType;
+
+const std::vector<std::string>& model_types() {
+  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3", "LLAMA3_2", "QWEN2",
+                                                 "QWEN2_5", "QWEN3",  "MISTRAL",  "GEMMA"};
+  return types;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string megabytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+// Hugging Face's config.json name for a dtype.
+std::string hf_torch_dtype(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    default: throw ft::Error(std::string("cannot save parameters of dtype ") + c10::toString(type));
+  }
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Files of a model directory that are not weights or weight indexes: tokenizer, generation
+// config, chat template, README... They travel with the saved weights so the output directory
+// is a usable model on its own. config.json is written separately (with the saved dtype).
+bool is_companion_file(const fs::directory_entry& entry) {
+  if (!entry.is_regular_file()) return false;  // directories (and partial saves) never travel
+  const std::string name = entry.path().filename().string();
+  if (name == "config.json" || ends_with(name, ".index.json")) return false;
+  for (const char* weights : {".safetensors", ".bin", ".pt", ".pth"})
+    if (ends_with(name, weights)) return false;
+  return true;
+}
+
+struct Settings {
+  std::string checkpoint_dir;
+  std::vector<std::string> checkpoint_files;
+  std::string model_type;
+  std::string output_dir;
+  std::uint64_t max_shard_size = 0;
+};
+
+class FullModelHFCheckpointer final : public ft::Checkpointer {
+ public:
+  explicit FullModelHFCheckpointer(Settings settings) : s_(std::move(settings)) {}
+
+  bool load_model(ft::Model& model) override {
+    if (s_.checkpoint_dir.empty()) return false;
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<SafetensorsFile> files = open_checkpoint(s_.checkpoint_dir, s_.checkpoint_files);
+
+    std::map<std::string, at::Tensor> params;
+    for (ft::NamedTensor& p : model.hf_parameters())
+      if (!params.emplace(p.name, p.tensor).second)
+        throw ft::Error("model lists parameter \"" + p.name + "\" twice (a bug in the model plugin)");
+
+    // Plan every copy first: names, shapes and duplicates across shards.
+    struct Copy {
+      at::Tensor param;
+      const SafetensorsFile* file;
+      const TensorRecord* record;
+    };
+    std::vector<Copy> copies;
+    std::map<std::string, std::string> loaded_from;  // name -> file
+    std::size_t ignored = 0;
+    for (const SafetensorsFile& file : files) {
+      for (const TensorRecord& r : file.records()) {
+        const std::string where = file.path() + ": tensor \"" + r.name + "\": ";
+        auto it = params.find(r.name);
+        if (it == params.end()) {
+          if (model.ignorable_hf_name(r.name)) {
+            ++ignored;
+            continue;
+          }
+          throw ft::Error(where + "unexpected tensor: the model has no parameter of that name (model_type " +
+                          s_.model_type + ", " + std::to_string(params.size()) + " parameters)");
+        }
+        if (auto [prev, fresh] = loaded_from.emplace(r.name, file.path()); !fresh)
+          throw ft::Error(where + "also in " + prev->second);
+        const at::Tensor& param = it->second;
+        if (param.sizes() != at::IntArrayRef(r.shape))
+          throw ft::Error(where + "shape " + shape_text(r.shape) + " in the checkpoint but " +
+                          shape_text(param.sizes()) + " in the model");
+        copies.push_back({param, &file, &r});
+      }
+    }
+    std::vector<std::string> missing;
+    for (const auto& [name, tensor] : params)
+      if (!loaded_from.count(name)) missing.push_back(name);
+    if (!missing.empty()) {
+      const std::size_t shown = std::min<std::size_t>(missing.size(), 10);
+      std::string names = join(std::vector<std::string>(missing.begin(), missing.begin() + shown), ", ");
+      if (shown < missing.size()) names += ", ...";
+      std::vector<std::string> paths;
+      for (const auto& f : files) paths.push_back(f.path());
+      throw ft::Error(std::to_string(missing.size()) + " model parameter(s) missing from the checkpoint (" +
+                      join(paths, ", ") + "): " + names);
+    }
+
+    std::uint64_t bytes = 0;
+    {
+      torch::NoGradGuard no_grad;
+      for (const Copy& c : copies) {
+        c.param.copy_(c.file->tensor(*c.record));
+        bytes += c.record->byte_size();
+      }
+    }
+    std::vector<std::string> names;
+    for (const auto& f : files) names.push_back(fs::path(f.path()).filename().string());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ft::log::info("checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(),
+                  megabytes(bytes), files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files",
+                  s_.checkpoint_dir, join(names, ", "),
+                  ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "",
+                  seconds);
+    return true;
+  }
+
+  std::string save_model(ft::Model& model, const std::string& tag) override {
+    try {
+      return save(model, tag);
+    } catch (const fs::filesystem_error& e) {
+      throw ft::Error("saving checkpoint \"" + tag + "\": " + e.what());
+    }
+  }
+
+ private:
+  std::string save(ft::Model& model, const std::string& tag) {
+    if (tag.empty() || tag[0] == '.' || tag.find('/') != std::string::npos)
+      throw ft::Error("checkpoint tag \"" + tag + "\" must be a plain directory name not starting with '.'");
+    const auto start = std::chrono::steady_clock::now();
+    const fs::path out(s_.output_dir);
+    fs::create_directories(out);
+    const std::string pid = std::to_string(::getpid());
+    // Hidden and suffixed, so neither the partial nor the replaced directory is ever mistaken
+    // for a checkpoint (issue 5 will clean up ones left by a crash).
+    const fs::path partial = out / ("." + tag + ".partial-" + pid);
+    const fs::path final_dir = out / tag;
+
+    std::vector<ft::NamedTensor> tensors = model.hf_parameters();
+    if (tensors.empty()) throw ft::Error("model has no parameters to save");
+    const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
+    ShardedWrite written;
+    try {
+      fs::remove_all(partial);  // left by an earlier failed save of this process
+      fs::create_directories(partial);
+      written = write_sharded_safetensors(partial.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
+      write_text_file_atomically((partial / "config.json").string(), config_json(model, dtype));
+      copy_companion_files(partial);
+      fsync_directory(partial.string());
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(partial, ignored);
+      throw;
+    }
+    install(partial, final_dir);
+
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ft::log::info("checkpointer: saved {} tensors ({}, {}) to {} ({} file{}) in {:.2f} s", tensors.size(),
+                  megabytes(written.total_size), hf_torch_dtype(dtype), final_dir.string(), written.files.size(),
+                  written.files.size() == 1 ? "" : "s", seconds);
+    return final_dir.string();
+  }
+
+  // The source checkpoint's config.json (keeping everything HF put there) or the model's own,
+  // with torch_dtype set to what was saved.
+  std::string config_json(const ft::Model& model, c10::ScalarType dtype) const {
+    const std::string source =
+        s_.checkpoint_dir.empty() ? std::string() : (fs::path(s_.checkpoint_dir) / "config.json").string();
+    const bool from_source = !source.empty() && fs::is_regular_file(source);
+    const std::string what = from_source ? source : "the model's config.json";
+    nlohmann::ordered_json config;
+    try {
+      if (from_source) {
+        std::ifstream in(source);
+        config = nlohmann::ordered_json::parse(in);
+      } else {
+        config = nlohmann::ordered_json::parse(model.hf_config_json());
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw ft::Error(what + ": not valid JSON: " + e.what());
+    }
+    if (!config.is_object()) throw ft::Error(what + ": not a JSON object");
+    config["torch_dtype"] = hf_torch_dtype(dtype);
+    return config.dump(2) + "\n";
+  }
+
+  void copy_companion_files(const fs::path& into) const {
+    if (s_.checkpoint_dir.empty()) return;
+    for (const fs::directory_entry& entry : fs::directory_iterator(s_.checkpoint_dir))
+      if (is_companion_file(entry))
+        copy_file_atomically(entry.path().string(), (into / entry.path().filename()).string());
+  }
+
+  // Moves the complete `partial` to `final_dir`, replacing an existing checkpoint of that tag.
+  static void install(const fs::path& partial, const fs::path& final_dir) {
+    const fs::path out = final_dir.parent_path();
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(final_dir, ec))) {
+      fs::rename(partial, final_dir);
+      fsync_directory(out.string());
+      return;
+    }
+    // Swap in one step where the file system can (Linux renameat2), so `<tag>` never
+    // disappears; the old checkpoint ends up under the partial name and is deleted.
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
+      fsync_directory(out.string());
+      fs::remove_all(partial);
+      return;
+    }
+    const int err = errno;
+    if (err != EINVAL && err != ENOSYS && err != ENOTSUP) {
+      fs::remove_all(partial, ec);
+      throw ft::Error("cannot replace " + final_dir.string() + " with " + partial.string() + ": " + errno_text(err));
+    }
+    // File systems without the exchange: old aside, new in, old deleted. A crash in between
+    // leaves the old checkpoint under a hidden name and the new one complete, never a torn `<tag>`.
+    const fs::path aside = out / ("." + final_dir.filename().string() + ".old-" + std::to_string(::getpid()));
+    fs::remove_all(aside);
+    fs::rename(final_dir, aside);
+    try {
+      fs::rename(partial, final_dir);
+    } catch (...) {
+      fs::rename(aside, final_dir, ec);  // put the old checkpoint back
+      fs::remove_all(partial, ec);
+      throw;
+    }
+    fsync_directory(out.string());
+    fs::remove_all(aside);
+  }
+
+  Settings s_;
+};
+
+std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, const ft::Checkpointer::Args& args) {
+  if (cfg.get<bool>("resume_from_checkpoint"))
+    cfg.fail("resume_from_checkpoint", "resume is not implemented yet (issue 5)");
+  if (!cfg.get<bool>("safe_serialization"))
+    cfg.fail("safe_serialization", "only safetensors checkpoints are written; set safe_serialization = true");
+
+  Settings s;
+  s.model_type = cfg.get<std::string>("model_type");
+  const auto& types = model_types();
+  if (std::find(types.begin(), types.end(), s.model_type) == types.end())
+    cfg.fail("model_type", "\"" + s.model_type + "\" is not one of " + join(types, ", "));
+
+  s.checkpoint_dir = cfg.get<std::string>("checkpoint_dir");
+  if (cfg.is_table("checkpoint_files"))
+    cfg.fail("checkpoint_files",
+             "the {filename_format, max_filename} form is not supported; list the file names, e.g. "
+             "[\"model-00001-of-00002.safetensors\", \"model-00002-of-00002.safetensors\"], or leave it empty to "
+             "read model.safetensors.index.json or model.safetensors");
+  s.checkpoint_files = cfg.get<std::vector<std::string>>("checkpoint_files");
+  if (s.checkpoint_dir.empty() && !s.checkpoint_files.empty())
+    cfg.fail("checkpoint_files", "files are listed but checkpoint_dir is empty");
+  if (!s.checkpoint_dir.empty()) {
+    try {
+      checkpoint_files_in(s.checkpoint_dir, s.checkpoint_files);  // fail at startup, not at load time
+    } catch (const ft::Error& e) {
+      cfg.fail(s.checkpoint_files.empty() ? "checkpoint_dir" : "checkpoint_files", e.what());
+    }
+  }
+
+  s.output_dir = cfg.get<std::string>("output_dir", args.output_dir);
+  if (s.output_dir.empty())
+    cfg.fail("output_dir", "no output directory: set output_dir here or at the top level of the config");
+  const std::int64_t max_shard_size = cfg.get<std::int64_t>("max_shard_size");
+  if (max_shard_size <= 0) cfg.fail("max_shard_size", "must be a positive number of bytes");
+  s.max_shard_size = static_cast<std::uint64_t>(max_shard_size);
+  return std::make_unique<FullModelHFCheckpointer>(std::move(s));
+}
+
+}  // namespace
+
+void register_hf_checkpointer(ft::Registry& reg) {
+  ft::Schema s;
+  s.required("model_type", ValueType::String, "model family: " + join(model_types(), ", "))
+      .optional("checkpoint_dir", ValueType::String, "\"\"",
+                "Hugging Face model directory to load (empty: start from the model's initialisation)")
+      .optional("checkpoint_files", ValueType::Any, "[]",
+                "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
+      .optional("output_dir", ValueType::String, "", "where <tag>/ checkpoints are written (default: the run's output_dir)")
+      .optional("recipe_checkpoint", ValueType::String, "", "accepted for torchtune configs; ignored for now")
+      .optional("resume_from_checkpoint", ValueType::Bool, "false", "resume training state (not implemented yet)")
+      .optional("safe_serialization", ValueType::Bool, "true", "write safetensors (the only format written)")
+      .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
+  reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),
+                            "full model weights as Hugging Face safetensors (sharded, with config.json)",
+                            make_checkpointer);
+}
+
+}  // namespace ft_checkpointers
