@@ -17,7 +17,13 @@ using Metrics = std::vector<std::pair<std::string, double>>;
 class MetricLogger {
  public:
   static constexpr Kind kind = Kind::MetricLogger;
-  struct Args {};
+  // Where this process sits in the job: loggers decide from it whether they write at all
+  // (torchtune writes from rank 0 only; WandB's log_strategy can pick every node or rank).
+  struct Args {
+    int rank = 0;
+    int local_rank = 0;
+    int world_size = 1;
+  };
 
   virtual ~MetricLogger() = default;
   virtual void log(const std::string& name, double value, std::int64_t step) = 0;
@@ -26,6 +32,10 @@ class MetricLogger {
   virtual void log_config(const ConfigNode& /*root*/) {}
   // Flushes and releases files; called once at the end of a run (also on failure).
   virtual void close() {}
+  // close() for a host that knows how the run ended: exit_code 0 on success, non-zero on
+  // failure (WandB records it). Call one of the two, once. Loggers that ignore the outcome
+  // need not override it.
+  virtual void close_with_exit_code(int /*exit_code*/) { close(); }
 };
 
 }  // namespace ft
