@@ -1,0 +1,48 @@
+// Shared by the logger tests: the built-in plugins loaded once, config tables from TOML text,
+// temporary directories, and the files a logger wrote.
+#pragma once
+
+#include "config_loader.h"
+#include "plugin_loader.h"
+#include "test_helpers.h"
+
+#include <ft/metric_logger.h>
+
+#include <boost/filesystem.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fttest {
+
+inline const ft::Registry& builtin_registry() {
+  static fthost::PluginLoader* loader = [] {
+    auto* l = new fthost::PluginLoader;
+    l->load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
+    return l;
+  }();
+  return loader->registry();
+}
+
+// The root of a config parsed from `toml` text.
+inline ft::ConfigNode config_root(const std::string& toml) {
+  return ft::detail::root_node(fthost::load_config(write_temp("run.toml", toml), {}));
+}
+
+inline std::shared_ptr<ft::MetricLogger> make_logger(const std::string& table_toml, ft::MetricLogger::Args args = {}) {
+  return builtin_registry().instantiate<ft::MetricLogger>(config_root("[metric_logger]\n" + table_toml).table("metric_logger"),
+                                                          args);
+}
+
+// Regular files under `dir`, recursively, sorted.
+inline std::vector<std::string> files_under(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!boost::filesystem::exists(dir)) return out;
+  for (auto it = boost::filesystem::recursive_directory_iterator(dir); it != boost::filesystem::recursive_directory_iterator(); ++it)
+    if (boost::filesystem::is_regular_file(it->symlink_status())) out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace fttest
