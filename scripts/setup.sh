@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache lld
   libtorch-dev libopenblas0-pthread
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
-  libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev
+  libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
 )
 
 missing=()
