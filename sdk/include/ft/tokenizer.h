@@ -1,6 +1,7 @@
 // Tokenizer interface (`torchtune.models.*_tokenizer`). Datasets receive one through their Args.
 #pragma once
 
+#include <ft/errors.h>
 #include <ft/kind.h>
 
 #include <cstdint>
@@ -10,6 +11,21 @@
 #include <vector>
 
 namespace ft {
+
+// One turn of a conversation, as torchtune's `Message`: text content only.
+struct Message {
+  std::string role;  // "system", "user", "assistant", "ipython", "tool"
+  std::string content;
+  bool masked = false;  // true: its tokens get no labels (the prompt when train_on_input = false)
+  bool ipython = false;
+  bool eot = true;  // ends the turn (Llama 3 <|eot_id|>), else <|eom_id|>
+};
+
+// A rendered conversation: mask[i] true = token i is not trained on.
+struct TokenizedMessages {
+  std::vector<std::int64_t> tokens;
+  std::vector<bool> mask;
+};
 
 class Tokenizer {
  public:
@@ -25,6 +41,21 @@ class Tokenizer {
   virtual std::int64_t pad_id() const = 0;
   // Id of a special token such as "<|start_header_id|>", if the vocabulary has it.
   virtual std::optional<std::int64_t> special_token(std::string_view text) const = 0;
+
+  // Added with the text datasets (ABI 1.0 additions, appended so existing vtable slots keep
+  // their places). torchtune puts the model family's chat format in the tokenizer
+  // (`tokenize_messages`); datasets render instructions and chats through it.
+  //
+  // The tokenizer's `max_seq_len` (0: none): tokenize_messages truncates to it, and packed
+  // datasets use it as the pack length, as in torchtune.
+  virtual std::int64_t max_seq_len() const { return 0; }
+  // The conversation in the model's chat format (Llama 3 headers, ChatML, Llama 2 [INST]),
+  // with torchtune's rules for BOS/EOS and their masks; add_end_tokens = false for generation.
+  virtual TokenizedMessages tokenize_messages(const std::vector<Message>& messages, bool add_end_tokens = true) const {
+    (void)messages;
+    (void)add_end_tokens;
+    throw Error("this tokenizer has no chat format (tokenize_messages)");
+  }
 };
 
 }  // namespace ft

@@ -1,0 +1,29 @@
+// Builds a BpePipeline from the file formats models ship: Hugging Face `tokenizer.json`,
+// tiktoken's ranks file (Llama 3 `tokenizer.model`), GPT-2-style `vocab.json` + `merges.txt`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bpe_pipeline.h"
+
+namespace ft_tok {
+
+// Every error names the file and the JSON path that is wrong or unsupported.
+std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path);
+
+// Base64 token + rank per line; `pattern` is the pre-tokenizer regex; `special_tokens` are
+// added after the ranks (their text in the input stays ordinary text, as torchtune encodes).
+std::unique_ptr<BpePipeline> load_tiktoken(const std::string& path, const std::string& pattern,
+                                           std::vector<AddedToken> special_tokens);
+
+// Byte-level BPE with NFC normalization and `pattern`, as torchtune's Qwen2Tokenizer;
+// special tokens are split out of the input text.
+std::unique_ptr<BpePipeline> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path,
+                                               const std::string& pattern, std::vector<AddedToken> special_tokens);
+
+// The file's contents; throws naming the path (and the working directory when relative).
+std::string read_text_file(const std::string& path, const std::string& what);
+
+}  // namespace ft_tok

@@ -1,0 +1,39 @@
+#include "model_tokenizer.h"
+
+#include <ft/errors.h>
+
+namespace ft_tok {
+
+Truncation parse_truncation(const std::string& value) {
+  if (value == "right") return Truncation::Right;
+  if (value == "left") return Truncation::Left;
+  throw ft::Error("truncation_type must be \"left\" or \"right\", got \"" + value + "\"");
+}
+
+std::vector<std::int64_t> ModelTokenizer::encode(std::string_view text, bool add_bos, bool add_eos) const {
+  std::vector<std::int64_t> ids;
+  if (add_bos && ids_.bos >= 0) ids.push_back(ids_.bos);
+  auto body = codec_->encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  if (add_eos && ids_.eos >= 0) ids.push_back(ids_.eos);
+  return ids;
+}
+
+std::int64_t ModelTokenizer::required_token(const std::string& text) const {
+  auto id = codec_->token_id(text);
+  if (!id) throw ft::Error("the tokenizer's vocabulary has no special token " + text + ", which this model family's chat format needs");
+  return *id;
+}
+
+void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask) const {
+  if (max_seq_len_ <= 0) return;
+  out.tokens = truncate<std::int64_t>(out.tokens, max_seq_len_, add_end_tokens ? std::optional<std::int64_t>(ids_.eos) : std::nullopt,
+                                      truncation_);
+  std::vector<bool> mask(out.mask.begin(), out.mask.end());
+  std::vector<char> as_chars(mask.begin(), mask.end());
+  auto truncated = truncate<char>(as_chars, max_seq_len_, add_end_tokens && eos_mask ? std::optional<char>(*eos_mask) : std::nullopt,
+                                  truncation_);
+  out.mask.assign(truncated.begin(), truncated.end());
+}
+
+}  // namespace ft_tok
