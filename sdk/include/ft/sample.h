@@ -12,6 +12,12 @@ inline constexpr std::int64_t kIgnoreIndex = -100;
 struct Sample {
   std::vector<std::int64_t> tokens;
   std::vector<std::int64_t> labels;
+  // Packed samples only (empty otherwise): several documents share one sequence.
+  // input_pos[i] is token i's position inside its own document (RoPE restarts per document);
+  // seq_lens are the lengths of the documents in order, padding counted as a last one, and sum
+  // to tokens.size(). padded_collate_packed turns them into a block-causal mask.
+  std::vector<std::int64_t> input_pos;
+  std::vector<std::int64_t> seq_lens;
 };
 
 }  // namespace ft

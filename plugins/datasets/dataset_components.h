@@ -1,0 +1,10 @@
+// Registration hooks of the ft_datasets plugin, one per source file.
+#pragma once
+
+#include <ft/registry.h>
+
+namespace ft_ds {
+void register_sft_datasets(ft::Registry& reg);
+void register_text_completion_dataset(ft::Registry& reg);
+void register_padded_collate_packed(ft::Registry& reg);
+}  // namespace ft_ds
