@@ -1,6 +1,6 @@
 #include "device_support.h"
 
-#include "torch_compat.h"
+#include <ft/torch_compat.h>
 
 #include <fstream>
 #include <string>
@@ -33,9 +33,9 @@ c10::Device resolve_device(const ft::ConfigNode& root) {
   }
   if (device.is_cpu()) return device;
   if (!device.is_cuda()) root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\"");
-  if (!compat::cuda_built())
+  if (!ft::compat::cuda_built())
     root.fail("device", "this fthost was built without CUDA; use device = \"cpu\" or a CUDA build");
-  const auto count = compat::cuda_device_count();
+  const auto count = ft::compat::cuda_device_count();
   if (count == 0) root.fail("device", "no CUDA device is visible to this process");
   if (device.has_index() && device.index() >= count)
     root.fail("device", "\"" + name + "\": only " + std::to_string(count) + " CUDA device(s) visible");
@@ -44,7 +44,7 @@ c10::Device resolve_device(const ft::ConfigNode& root) {
 
 ft::Metrics peak_memory_stats(const c10::Device& device) {
   if (device.is_cuda()) {
-    const auto peaks = compat::cuda_memory_peaks(device.has_index() ? device.index() : 0);
+    const auto peaks = ft::compat::cuda_memory_peaks(device.has_index() ? device.index() : 0);
     return {{"peak_memory_active", peaks.active_bytes / kGiB},
             {"peak_memory_alloc", peaks.allocated_bytes / kGiB},
             {"peak_memory_reserved", peaks.reserved_bytes / kGiB}};

@@ -41,6 +41,23 @@ struct NamedTensor {
   at::Tensor tensor;
 };
 
+// A group of parameters that sharded data parallelism gathers and frees together: torchtune's
+// FSDP wraps each transformer layer this way. Units are listed in forward order.
+struct ShardingUnit {
+  std::string name;                   // e.g. "layers.3"
+  std::vector<at::Tensor> parameters; // the live parameters (same storage as the module's)
+};
+
+// Called by the model around each unit's forward, so a strategy can gather the unit's
+// parameters just before use and hook its backward. `after_forward` returns the tensor the
+// model continues with (the strategy may wrap it in an autograd node).
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void before_forward(std::size_t unit) = 0;
+  virtual at::Tensor after_forward(std::size_t unit, at::Tensor output) = 0;
+};
+
 class Model {
  public:
   static constexpr Kind kind = Kind::Model;
@@ -64,6 +81,11 @@ class Model {
   // initialised from scratch.
   virtual std::string hf_config_json() const = 0;
   virtual std::int64_t vocab_size() const = 0;
+  // Units for sharded data parallelism; parameters in no unit form the root unit. Empty: the
+  // model can only be sharded as one unit.
+  virtual std::vector<ShardingUnit> sharding_units() { return {}; }
+  // `hooks` (not owned; nullptr removes them) is called around every unit's forward.
+  virtual void set_unit_hooks(UnitHooks* hooks) { (void)hooks; }
 };
 
 }  // namespace ft

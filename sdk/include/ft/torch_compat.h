@@ -1,21 +1,25 @@
 // Every LibTorch call whose spelling differs between the LibTorch versions fthost builds
-// against (Debian's 1.13 CPU build, 2.x CUDA builds) lives here, so the rest of the code has
-// no version or CUDA conditionals.
+// against (Debian's 1.13 CPU build, 2.x CUDA builds), or that reaches below the public tensor
+// API, lives here, so the rest of the code (host and plugins) has no version or CUDA
+// conditionals.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+#include <c10/core/StorageImpl.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <cstddef>
 #include <cstdint>
 
-#if defined(FTHOST_WITH_CUDA)
+#if FT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
-namespace fthost::compat {
+namespace ft::compat {
 
 inline bool cuda_built() {
-#if defined(FTHOST_WITH_CUDA)
+#if FT_WITH_CUDA
   return true;
 #else
   return false;
@@ -30,7 +34,7 @@ struct CudaMemoryPeaks {
 
 inline CudaMemoryPeaks cuda_memory_peaks(int device_index) {
   CudaMemoryPeaks peaks;
-#if defined(FTHOST_WITH_CUDA)
+#if FT_WITH_CUDA
   // The stat arrays are indexed by StatType; 2.x made the aggregate index a named constant.
 #if TORCH_VERSION_MAJOR >= 2
   constexpr auto aggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
@@ -48,4 +52,18 @@ inline CudaMemoryPeaks cuda_memory_peaks(int device_index) {
   return peaks;
 }
 
-}  // namespace fthost::compat
+// Sharded data parallelism frees a gathered parameter's memory while autograd still holds the
+// tensor, and refills the same storage before backward (as PyTorch's FSDP does by resizing the
+// storage to 0 and back). The tensor objects, their views and autograd's saved references stay
+// valid throughout; only the bytes come and go.
+inline void free_storage(const at::Tensor& tensor) { tensor.storage().unsafeGetStorageImpl()->reset(); }
+
+inline void allocate_storage(const at::Tensor& tensor, std::size_t nbytes) {
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+  storage->set_nbytes(nbytes);
+}
+
+inline bool storage_allocated(const at::Tensor& tensor) { return tensor.storage().nbytes() > 0; }
+
+}  // namespace ft::compat

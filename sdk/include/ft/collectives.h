@@ -1,0 +1,41 @@
+// Collective communication over a group of ranks, as plugins see it. The host implements it
+// over c10d (Gloo on CPU, NCCL on CUDA builds); plugins never include c10d headers, whose API
+// differs between LibTorch versions.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace ft {
+
+// A collective started asynchronously; wait() blocks until it is done and rethrows its error.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void wait() = 0;
+};
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  virtual int rank() const = 0;  // within this group
+  virtual int size() const = 0;
+  // In place: `tensor` becomes the element-wise sum over the group.
+  virtual void all_reduce_sum(at::Tensor& tensor) = 0;
+  virtual std::unique_ptr<PendingCollective> all_reduce_sum_async(at::Tensor& tensor) = 0;
+  // `full` (size() * shard.numel() elements, contiguous) receives every rank's shard in rank order.
+  virtual void all_gather(at::Tensor& full, const at::Tensor& shard) = 0;
+  // `shard` receives this rank's slice of the element-wise sum of every rank's `full`.
+  virtual void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) = 0;
+  virtual void broadcast(at::Tensor& tensor, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+// Creates a sub-group of world ranks. Every rank must call it for every group, in the same
+// order; ranks outside `world_ranks` get nullptr.
+using GroupFactory = std::function<std::shared_ptr<Collectives>(const std::vector<int>& world_ranks)>;
+
+}  // namespace ft

@@ -1,0 +1,62 @@
+// Parallelism strategy interface (`fthost.parallelism.*`): how the ranks of a run share the
+// model. The recipe's loop is the same for every strategy; the strategy decides which tensors
+// the optimizer steps (whole parameters or shards), how gradients are reduced, and how the full
+// model is made readable for a checkpoint.
+//
+// Per optimizer step the recipe calls, for each micro-batch:
+//   begin_micro_batch(last) -> model forward -> loss.backward() -> end_micro_batch()
+// then all_reduce_sum (token count, loss), scale_gradients, clip_grad_norm, optimizer step.
+#pragma once
+
+#include <ft/collectives.h>
+#include <ft/kind.h>
+#include <ft/model.h>
+
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace ft {
+
+class Parallelism {
+ public:
+  static constexpr Kind kind = Kind::Parallelism;
+  struct Args {
+    std::shared_ptr<Collectives> world;  // every rank of the run
+    GroupFactory new_group;              // sub-groups (mesh dimensions)
+    int local_rank = 0;
+    int local_world_size = 1;
+    c10::Device device = c10::Device(c10::DeviceType::CPU);
+  };
+
+  virtual ~Parallelism() = default;
+  // The data-parallel coordinates of this rank: which slice of the data it reads.
+  virtual int data_parallel_rank() const = 0;
+  virtual int data_parallel_size() const = 0;
+
+  // Distributes the model (loaded identically on every rank) and returns the tensors the
+  // optimizer updates; their .grad holds the reduced gradient after end_micro_batch().
+  virtual std::vector<at::Tensor> parallelize(Model& model) = 0;
+
+  // `syncs_gradients`: false for micro-batches that only accumulate locally.
+  virtual void begin_micro_batch(bool syncs_gradients) = 0;
+  virtual void end_micro_batch() = 0;
+
+  // Sum over the data-parallel ranks (token counts, the running loss).
+  virtual void all_reduce_sum(at::Tensor& tensor) = 0;
+  // grad *= factor on the optimizer's tensors.
+  virtual void scale_gradients(double factor) = 0;
+  // The total L2 norm of the whole model's gradient, clipped to `max_norm` when finite.
+  virtual double clip_grad_norm(double max_norm) = 0;
+
+  // Collective: runs `fn` with every parameter of `model` holding its full value (readable
+  // through model.hf_parameters()), then restores the distributed layout.
+  virtual void with_full_parameters(Model& model, const std::function<void()>& fn) = 0;
+
+  // Bytes of parameters, gradients and optimizer-visible tensors this rank holds persistently.
+  virtual std::int64_t local_parameter_bytes() const = 0;
+};
+
+}  // namespace ft
