@@ -2,7 +2,8 @@
 
 #include "device_support.h"
 #include "distributed_sampler.h"
-#include "gradient_ops.h"
+#include "c10d_collectives.h"
+#include "distributed_environment.h"
 #include "thread_settings.h"
 #include "training_settings.h"
 
@@ -16,6 +17,7 @@
 #include <ft/metric_logger.h>
 #include <ft/model.h>
 #include <ft/optimizer.h>
+#include <ft/parallelism.h>
 #include <ft/tokenizer.h>
 
 #include <ATen/ATen.h>
@@ -36,9 +38,12 @@ double seconds_since(Clock::time_point start) {
 
 // Everything the loop needs, built in the seed's order: logger, model (+ checkpoint), tokenizer,
 // data, loss, optimizer, scheduler.
+// Members are destroyed in reverse order: the strategy (which holds hooks in the model) before
+// the model.
 struct Components {
-  std::shared_ptr<ft::MetricLogger> logger;
+  std::shared_ptr<ft::MetricLogger> logger;  // rank 0 only
   std::shared_ptr<ft::Model> model;
+  std::shared_ptr<ft::Parallelism> parallelism;
   std::shared_ptr<ft::Checkpointer> checkpointer;
   std::shared_ptr<ft::Tokenizer> tokenizer;
   std::shared_ptr<ft::Dataset> dataset;
@@ -46,7 +51,7 @@ struct Components {
   std::shared_ptr<ft::Loss> loss;
   std::shared_ptr<ft::Optimizer> optimizer;
   std::shared_ptr<ft::LRScheduler> scheduler;
-  std::vector<at::Tensor> params;
+  std::vector<at::Tensor> trainable;  // what the optimizer steps: parameters, or this rank's shards
 };
 
 // Closes the logger on every exit path, so a failed run still flushes what it logged.
@@ -74,20 +79,28 @@ std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
 
 int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) {
   const TrainingSettings s = read_training_settings(root);
-  apply_thread_settings(s.num_threads);
+  const DistributedEnvironment env = read_distributed_environment();
+  // Ranks on one machine share its cores: by default each takes its share, not all of them.
+  apply_thread_settings(s.num_threads > 0 ? s.num_threads : threads_per_rank(env.local_world_size));
   torch::manual_seed(s.seed);
+  const bool is_rank_zero = env.rank == 0;
 
   Components c;
-  c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"));
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s") * 1000));
+  ProcessGroups groups = env.world_size > 1 ? connect_process_groups(env, timeout) : single_process_groups();
+  c.parallelism = registry.instantiate<ft::Parallelism>(
+      root.table("parallelism"), {groups.world, groups.new_group, env.local_rank, env.local_world_size, s.device});
+  if (is_rank_zero) c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"));
   LoggerCloser closer{c.logger.get()};
-  c.logger->log_config(root);
+  if (c.logger) c.logger->log_config(root);
 
   const auto init_start = Clock::now();
   c.model = registry.instantiate<ft::Model>(root.table("model"), {s.dtype, s.device, s.seed});
   c.checkpointer = registry.instantiate<ft::Checkpointer>(root.table("checkpointer"), {s.output_dir});
   const bool loaded = c.checkpointer->load_model(*c.model);
-  c.params = c.model->module().parameters();
-  ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", count_parameters(c.params),
+  const std::int64_t num_parameters = count_parameters(c.model->module().parameters());
+  c.trainable = c.parallelism->parallelize(*c.model);
+  ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
                 loaded ? "weights from the checkpoint" : "random initialisation (seed " + std::to_string(s.seed) + ")",
                 c10::toString(s.dtype), seconds_since(init_start));
 
@@ -101,23 +114,25 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   // loss and, being at the end, are never attended to by real tokens under the causal mask.
   const std::int64_t pad_id = c.tokenizer ? c.tokenizer->pad_id() : 0;
   c.collate = registry.instantiate<ft::Collate>(root.table("collate"), {pad_id, c.loss->ignore_index()});
-  c.optimizer = registry.instantiate<ft::Optimizer>(root.table("optimizer"), {c.params});
+  c.optimizer = registry.instantiate<ft::Optimizer>(root.table("optimizer"), {c.trainable});
 
-  // torchtune's loader: DistributedSampler(drop_last) and DataLoader(drop_last).
-  DistributedSampler sampler(c.dataset->size(), SamplerOptions{1, 0, s.shuffle, s.seed, true});
+  // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
+  const int dp_size = c.parallelism->data_parallel_size();
+  DistributedSampler sampler(c.dataset->size(),
+                             SamplerOptions{dp_size, c.parallelism->data_parallel_rank(), s.shuffle, s.seed, true});
   const auto micro_batches_per_epoch = static_cast<std::int64_t>(sampler.num_samples()) / s.batch_size;
   std::int64_t steps_per_epoch = micro_batches_per_epoch / s.gradient_accumulation_steps;
   if (s.max_steps_per_epoch && *s.max_steps_per_epoch < steps_per_epoch) steps_per_epoch = *s.max_steps_per_epoch;
   if (steps_per_epoch == 0)
     root.fail("batch_size", "the dataset's " + std::to_string(c.dataset->size()) +
-                                " samples do not fill one optimizer step of batch_size x gradient_accumulation_steps = " +
-                                std::to_string(s.batch_size * s.gradient_accumulation_steps) + " samples");
+                                " samples do not fill one optimizer step of batch_size x gradient_accumulation_steps x ranks = " +
+                                std::to_string(s.batch_size * s.gradient_accumulation_steps * dp_size) + " samples");
   const std::int64_t total_steps = s.epochs * steps_per_epoch;
   if (root.is_table("lr_scheduler"))
     c.scheduler = registry.instantiate<ft::LRScheduler>(root.table("lr_scheduler"), {c.optimizer.get(), total_steps, -1});
 
-  ft::log::info("training: {} epoch(s) x {} steps, {} samples, batch {} x {} accumulation", s.epochs, steps_per_epoch,
-                c.dataset->size(), s.batch_size, s.gradient_accumulation_steps);
+  ft::log::info("training: {} epoch(s) x {} steps, {} samples, batch {} x {} accumulation x {} data-parallel ranks",
+                s.epochs, steps_per_epoch, c.dataset->size(), s.batch_size, s.gradient_accumulation_steps, dp_size);
 
   const ft::OutputRequest output_request = c.loss->output_request();
   const std::int64_t ignore_index = c.loss->ignore_index();
@@ -137,12 +152,14 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       samples.reserve(batches[idx].size());
       for (auto i : batches[idx]) samples.push_back(c.dataset->get(static_cast<std::size_t>(i)));
       ft::Batch batch = c.collate->collate(samples);
+      const bool ends_step = (idx + 1) % s.gradient_accumulation_steps == 0;
 
       const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s.device);
       // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
       num_tokens += targets.ne(ignore_index).sum().item<std::int64_t>();
       ft::ModelInput input{batch.tokens.to(s.device), batch.input_pos.defined() ? batch.input_pos.to(s.device) : at::Tensor(),
                            batch.mask.defined() ? batch.mask.to(s.device) : at::Tensor()};
+      c.parallelism->begin_micro_batch(ends_step);
       at::Tensor loss_sum;
       {
         ft::ModelOutput output = c.model->forward(input, output_request);
@@ -150,32 +167,41 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       }  // the logits go before backward, which would otherwise peak with them alive
       running_loss += loss_sum.detach().to(at::kCPU, at::kFloat);
       loss_sum.backward();
+      c.parallelism->end_micro_batch();
+      if (!ends_step) continue;
 
-      if ((idx + 1) % s.gradient_accumulation_steps != 0) continue;
-      if (num_tokens == 0)
+      // The step's totals over every data-parallel rank: what the gradients are normalised by
+      // and what the logged loss means.
+      at::Tensor totals = at::stack({at::scalar_tensor(static_cast<double>(num_tokens), at::kDouble),
+                                     running_loss.to(at::kDouble)});
+      c.parallelism->all_reduce_sum(totals);
+      const auto step_tokens = static_cast<std::int64_t>(totals[0].item<double>());
+      const double step_loss_sum = totals[1].item<double>();
+      if (step_tokens == 0)
         throw ft::Error("step " + std::to_string(global_step + 1) +
                         ": every label of the step is ignored (-100), so there is no loss to normalise by; "
                         "check the dataset's label masking (train_on_input) and max_seq_len");
-      scale_gradients(c.params, 1.0 / static_cast<double>(num_tokens));
+      // Gradients arrive summed over ranks, so one division normalises them.
+      c.parallelism->scale_gradients(1.0 / static_cast<double>(step_tokens));
       std::optional<double> grad_norm;
-      if (s.clip_grad_norm) grad_norm = clip_gradient_norm(c.params, *s.clip_grad_norm);
+      if (s.clip_grad_norm) grad_norm = c.parallelism->clip_grad_norm(*s.clip_grad_norm);
       c.optimizer->step();
       c.optimizer->zero_grad(true);
       ++global_step;
       if (c.scheduler) c.scheduler->step();
 
-      const double loss_to_log = running_loss.item<double>() / static_cast<double>(num_tokens);
+      const double loss_to_log = step_loss_sum / static_cast<double>(step_tokens);
       if (!std::isfinite(loss_to_log)) ft::log::warn("step {}: loss is {}", global_step, loss_to_log);
-      if (global_step % s.log_every_n_steps == 0) {
+      if (c.logger && global_step % s.log_every_n_steps == 0) {
         const double step_seconds = seconds_since(step_start);
         ft::Metrics metrics{{"loss", loss_to_log},
                             {"lr", c.optimizer->lr()},
-                            {"tokens_per_second_per_gpu", static_cast<double>(num_tokens) / step_seconds}};
+                            {"tokens_per_second_per_gpu", static_cast<double>(step_tokens) / (step_seconds * env.world_size)}};
         if (s.log_peak_memory_stats) {
           for (auto& m : peak_memory_stats(s.device)) metrics.push_back(std::move(m));
         }
         if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
-        metrics.emplace_back("num_tokens", static_cast<double>(num_tokens));
+        metrics.emplace_back("num_tokens", static_cast<double>(step_tokens));
         c.logger->log_dict(metrics, global_step);
       }
       running_loss.zero_();
@@ -183,9 +209,14 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       step_start = Clock::now();
     }
     const auto save_start = Clock::now();
-    const std::string dir = c.checkpointer->save_model(*c.model, "epoch_" + std::to_string(epoch));
-    ft::log::info("epoch {}/{} done; model saved to {} ({:.2f} s)", epoch + 1, s.epochs, dir, seconds_since(save_start));
+    std::string dir;
+    c.parallelism->with_full_parameters(*c.model, [&] {
+      if (is_rank_zero) dir = c.checkpointer->save_model(*c.model, "epoch_" + std::to_string(epoch));
+    });
+    if (is_rank_zero)
+      ft::log::info("epoch {}/{} done; model saved to {} ({:.2f} s)", epoch + 1, s.epochs, dir, seconds_since(save_start));
   }
+  groups.world->barrier();  // no rank reports success before rank 0's last save is complete
   return 0;
 }
 

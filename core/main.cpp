@@ -1,5 +1,6 @@
 // fthost: the command-line host. Parses the command, loads plugins, dispatches.
 #include "commands.h"
+#include "local_launcher.h"
 #include "thread_settings.h"
 
 #include <ft/errors.h>
@@ -7,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
   po::options_description visible(
       "Usage:\n"
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
+      "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n\n"
@@ -25,7 +28,8 @@ int main(int argc, char** argv) {
   visible.add_options()("help,h", "show this help")("version", "print the version and build fingerprint")(
       "config,c", po::value<std::string>(), "run configuration (TOML)")(
       "plugin-dir", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or library (repeatable)")(
-      "verbose,v", po::bool_switch(), "ls: show schemas");
+      "verbose,v", po::bool_switch(), "ls: show schemas")(
+      "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)");
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "");
   po::options_description all;
@@ -48,6 +52,30 @@ int main(int argc, char** argv) {
   if (vm.count("version")) {
     std::cout << fthost::version_text() << "\n";
     return 0;
+  }
+
+  if (vm.count("nproc-per-node")) {
+    if (std::getenv("RANK")) {
+      std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
+                << " of a launched job; give --nproc-per-node to the outer command only\n";
+      return 2;
+    }
+    std::vector<std::string> rank_args;
+    for (int i = 0; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nproc-per-node") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--nproc-per-node=", 0) == 0) continue;
+      rank_args.push_back(a);
+    }
+    try {
+      return fthost::launch_local_ranks(vm["nproc-per-node"].as<int>(), rank_args);
+    } catch (const ft::Error& e) {
+      std::cerr << "fthost: error: " << e.what() << "\n";
+      return 2;
+    }
   }
 
   fthost::Invocation inv;

@@ -33,6 +33,7 @@ const ft::Schema& recipe_schema() {
         .optional("data_parallel_shard_dim", ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all)")
         .optional("data_parallel_replicate_dim", ValueType::Int, "1", "replica groups (HSDP)")
         .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree")
+        .optional("distributed_timeout_s", ValueType::Float, "300", "a collective not finished after this long fails the run on every rank")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
     for (ft::Kind k : ft::all_kinds())
       s.optional(std::string(ft::kind_name(k)), ValueType::Table, "", "component table with _component_");

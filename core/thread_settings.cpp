@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace fthost {
@@ -22,6 +23,8 @@ int cores_available() {
 }
 
 }  // namespace
+
+int threads_per_rank(int local_world_size) { return std::max(1, cores_available() / std::max(1, local_world_size)); }
 
 void ensure_passive_openmp_wait_policy(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY")) return;

@@ -21,4 +21,7 @@ struct ThreadPlan {
 // LibTorch calls BLAS from one thread, so the two pools do not run at the same time.
 ThreadPlan apply_thread_settings(int num_threads);
 
+// The default for one of `local_world_size` ranks sharing this machine's cores (at least 1).
+int threads_per_rank(int local_world_size);
+
 }  // namespace fthost

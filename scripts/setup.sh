@@ -8,6 +8,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
+  libgloo-dev
   libpcre2-dev libsentencepiece-dev libicu-dev
 )
 

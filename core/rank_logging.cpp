@@ -1,0 +1,15 @@
+#include "rank_logging.h"
+
+#include <ft/log.h>
+
+#include <string>
+
+namespace fthost {
+
+void configure_rank_logging(int rank, int world_size) {
+  if (world_size <= 1) return;
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [rank " + std::to_string(rank) + "] %^%l%$ %v");
+  if (rank != 0) spdlog::set_level(spdlog::level::warn);
+}
+
+}  // namespace fthost
