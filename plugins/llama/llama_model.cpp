@@ -56,6 +56,13 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
   return out;
 }
 
+std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {
+  std::vector<ft::ShardingUnit> units;
+  for (std::size_t i = 0; i < decoder_->layers.size(); ++i)
+    units.push_back({"layers." + std::to_string(i), decoder_->layers[i]->parameters()});
+  return units;
+}
+
 std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {
   std::vector<ft::NamedTensor> named;
   auto add = [&](std::string name, const at::Tensor& t) {

@@ -21,6 +21,8 @@ class LlamaFamilyModel final : public ft::Model {
   bool ignorable_hf_name(const std::string& name) const override;
   std::string hf_config_json() const override;
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
+  std::vector<ft::ShardingUnit> sharding_units() override;
+  void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
 
   const DecoderConfig& config() const { return decoder_->config; }
 

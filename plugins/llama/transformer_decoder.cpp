@@ -103,7 +103,11 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
   at::Tensor h = at::embedding(tok_embeddings, tokens);
   const std::int64_t s = tokens.size(1);
   const at::Tensor allowed = mask.defined() ? mask : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();
-  for (const auto& layer : layers) h = layer->forward(h, positions, allowed);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (unit_hooks) unit_hooks->before_forward(i);
+    h = layers[i]->forward(h, positions, allowed);
+    if (unit_hooks) h = unit_hooks->after_forward(i, std::move(h));
+  }
   return norm->forward(h);
 }
 

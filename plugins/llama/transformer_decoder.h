@@ -6,6 +6,8 @@
 #include "decoder_config.h"
 
 #include <ATen/core/Tensor.h>
+#include <ft/model.h>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
@@ -78,6 +80,7 @@ class TransformerDecoderImpl : public torch::nn::Module {
   std::vector<DecoderLayer> layers;
   RMSNorm norm{nullptr};
   at::Tensor output;  // [vocab, dim] (output.weight); undefined when tied
+  ft::UnitHooks* unit_hooks = nullptr;  // around each layer's forward (sharded data parallelism)
 
  private:
   torch::nn::ModuleList layer_list_;

@@ -1,0 +1,135 @@
+// fthost.parallelism.ddp: every rank holds the whole model; gradients are summed across ranks
+// unit by unit (one bucket per transformer layer, then the root), each bucket's all-reduce
+// started as soon as autograd has finished that layer, so communication overlaps the rest of
+// the backward pass. Micro-batches that do not end an optimizer step accumulate locally.
+#include "backward_hook.h"
+#include "model_units.h"
+#include "parallelism_components.h"
+
+#include <ft/errors.h>
+#include <ft/gradient_math.h>
+#include <ft/log.h>
+#include <ft/parallelism.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace ft_parallelism {
+
+namespace {
+
+class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public BackwardListener {
+ public:
+  explicit DataParallel(std::shared_ptr<ft::Collectives> world) : world_(std::move(world)) {}
+  ~DataParallel() override {
+    if (model_) model_->set_unit_hooks(nullptr);
+  }
+
+  int data_parallel_rank() const override { return world_->rank(); }
+  int data_parallel_size() const override { return world_->size(); }
+
+  std::vector<at::Tensor> parallelize(ft::Model& model) override {
+    model_ = &model;
+    groups_ = group_parameters(model);
+    at::NoGradGuard no_grad;
+    // Every rank starts from rank 0's weights, whatever it loaded or initialised.
+    for (auto& group : groups_)
+      for (auto& p : group.parameters) world_->broadcast(p, 0);
+    params_ = model.module().parameters();
+    model.set_unit_hooks(this);
+    return params_;
+  }
+
+  void begin_micro_batch(bool syncs_gradients) override {
+    syncing_ = syncs_gradients;
+    launched_.assign(groups_.size(), false);
+    in_flight_.clear();
+  }
+
+  void before_forward(std::size_t) override {}
+  at::Tensor after_forward(std::size_t unit, at::Tensor output) override {
+    if (!syncing_ || !at::GradMode::is_enabled()) return output;
+    return notify_before_backward(output, *this, unit);
+  }
+
+  // The backward of `unit` starts: the unit after it is finished (autograd accumulates a
+  // parameter's gradient before it moves on), so its bucket can go.
+  void before_unit_backward(std::size_t unit) override {
+    if (unit + 1 < groups_.size() - 1) launch(unit + 1);
+  }
+
+  void end_micro_batch() override {
+    if (!syncing_) return;
+    for (std::size_t u = 0; u < groups_.size(); ++u) launch(u);
+    at::NoGradGuard no_grad;
+    for (auto& bucket : in_flight_) {
+      bucket.work->wait();
+      std::int64_t offset = 0;
+      for (auto& p : groups_[bucket.unit].parameters) {
+        p.mutable_grad() = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
+        offset += p.numel();
+      }
+    }
+    in_flight_.clear();
+  }
+
+  void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
+  void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
+  double clip_grad_norm(double max_norm) override {
+    // Gradients are identical on every rank after the all-reduce.
+    const double norm = std::sqrt(ft::gradient_norm_squared(params_));
+    ft::clip_gradients(params_, norm, max_norm);
+    return norm;
+  }
+  void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
+  std::int64_t local_parameter_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const auto& p : params_) bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
+    return bytes;
+  }
+
+ private:
+  struct Bucket {
+    std::size_t unit;
+    at::Tensor flat;
+    std::unique_ptr<ft::PendingCollective> work;
+  };
+
+  void launch(std::size_t unit) {
+    if (launched_[unit]) return;
+    launched_[unit] = true;
+    at::NoGradGuard no_grad;
+    const auto& params = groups_[unit].parameters;
+    if (params.empty()) return;
+    at::Tensor flat = at::zeros({total_numel(params)}, params[0].options().requires_grad(false));
+    std::int64_t offset = 0;
+    for (const auto& p : params) {
+      if (p.grad().defined()) flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
+      offset += p.numel();
+    }
+    auto work = world_->all_reduce_sum_async(flat);
+    in_flight_.push_back({unit, flat, std::move(work)});
+  }
+
+  std::shared_ptr<ft::Collectives> world_;
+  ft::Model* model_ = nullptr;
+  std::vector<ParameterGroup> groups_;
+  std::vector<at::Tensor> params_;
+  std::vector<bool> launched_;
+  std::vector<Bucket> in_flight_;
+  bool syncing_ = true;
+};
+
+}  // namespace
+
+void register_data_parallel(ft::Registry& reg) {
+  reg.add<ft::Parallelism>("fthost.parallelism.ddp", ft::Schema{},
+                           "data parallel: whole model per rank, gradients all-reduced per layer during backward",
+                           [](const ft::ConfigNode& cfg, ft::Parallelism::Args args) {
+                             if (!args.world) cfg.fail("_component_", "ddp needs the host's process group");
+                             return std::make_unique<DataParallel>(args.world);
+                           });
+}
+
+}  // namespace ft_parallelism

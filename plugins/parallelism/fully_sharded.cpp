@@ -1,0 +1,269 @@
+// fthost.parallelism.fsdp / fthost.parallelism.hsdp: fully sharded data parallelism with
+// torchtune's FSDP semantics. Each sharding unit (a transformer layer; the root holds the rest)
+// is one flat buffer split evenly across the shard group: a rank keeps only its slice of the
+// parameters, their gradients and (through the optimizer, which steps the slices) the optimizer
+// state. A unit's full parameters are gathered just before its forward and freed after it
+// (reshard_after_forward), gathered again just before its backward, and its gradients are
+// reduce-scattered as soon as its backward is done. HSDP adds a replicate dimension: the
+// shards' gradients are then summed across the replica groups.
+#include "backward_hook.h"
+#include "model_units.h"
+#include "parallelism_components.h"
+
+#include <ft/config.h>
+#include <ft/errors.h>
+#include <ft/gradient_math.h>
+#include <ft/log.h>
+#include <ft/parallelism.h>
+#include <ft/torch_compat.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace ft_parallelism {
+
+namespace {
+
+struct ShardedUnit {
+  std::string name;
+  std::vector<at::Tensor> parameters;  // the model's live parameters: views into `full`
+  std::int64_t numel = 0;
+  std::int64_t shard_numel = 0;
+  at::Tensor full;   // [shard_numel * shard_size]; its storage exists only while gathered
+  at::Tensor shard;  // [shard_numel], this rank's slice: the tensor the optimizer steps
+  bool gathered = false;
+  bool gradients_pending = false;
+};
+
+struct MeshShape {
+  int replicate = 1;
+  int shard = 1;
+};
+
+class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public BackwardListener {
+ public:
+  FullySharded(const ft::Parallelism::Args& args, MeshShape mesh, bool reshard_after_forward)
+      : world_(args.world), reshard_after_forward_(reshard_after_forward), mesh_(mesh) {
+    // Mesh [replicate, shard], row-major over world ranks as torch's DeviceMesh lays it out:
+    // shard groups are consecutive ranks, replicate groups are strided.
+    const int world_rank = world_->rank();
+    for (int r = 0; r < mesh.replicate; ++r) {
+      std::vector<int> ranks;
+      for (int s = 0; s < mesh.shard; ++s) ranks.push_back(r * mesh.shard + s);
+      auto group = args.new_group(ranks);
+      if (group) shard_group_ = group;
+    }
+    if (mesh.replicate > 1) {
+      for (int s = 0; s < mesh.shard; ++s) {
+        std::vector<int> ranks;
+        for (int r = 0; r < mesh.replicate; ++r) ranks.push_back(r * mesh.shard + s);
+        auto group = args.new_group(ranks);
+        if (group) replicate_group_ = group;
+      }
+    }
+    if (!shard_group_) throw ft::Error("fsdp: rank " + std::to_string(world_rank) + " is in no shard group");
+  }
+  ~FullySharded() override {
+    if (model_) model_->set_unit_hooks(nullptr);
+  }
+
+  int data_parallel_rank() const override { return world_->rank(); }
+  int data_parallel_size() const override { return world_->size(); }
+
+  std::vector<at::Tensor> parallelize(ft::Model& model) override {
+    model_ = &model;
+    at::NoGradGuard no_grad;
+    const int n = shard_group_->size();
+    const int rank = shard_group_->rank();
+    std::vector<at::Tensor> shards;
+    for (auto& group : group_parameters(model)) {
+      ShardedUnit u;
+      u.name = group.name;
+      u.parameters = group.parameters;
+      u.numel = total_numel(u.parameters);
+      u.shard_numel = (u.numel + n - 1) / n;
+      if (u.parameters.empty()) continue;
+      const auto options = u.parameters[0].options().requires_grad(false);
+      u.full = at::zeros({u.shard_numel * n}, options);
+      std::int64_t offset = 0;
+      for (auto& p : u.parameters) {
+        u.full.narrow(0, offset, p.numel()).copy_(p.reshape({-1}));
+        p.set_data(u.full.narrow(0, offset, p.numel()).view(p.sizes()));
+        offset += p.numel();
+      }
+      // Every rank loaded the same weights; rank 0's copy is the reference.
+      world_->broadcast(u.full, 0);
+      u.shard = u.full.narrow(0, rank * u.shard_numel, u.shard_numel).clone().requires_grad_(true);
+      ft::compat::free_storage(u.full);
+      shards.push_back(u.shard);
+      units_.push_back(std::move(u));
+    }
+    root_ = units_.size() - 1;  // group_parameters puts the root last
+    model.set_unit_hooks(this);
+    shards_ = shards;
+    ft::log::info("fsdp: {} units over {} shard ranks{}; this rank holds {:.1f} MB of parameters", units_.size(), n,
+                  mesh_.replicate > 1 ? " x " + std::to_string(mesh_.replicate) + " replicas" : std::string(),
+                  static_cast<double>(local_parameter_bytes()) / 1e6);
+    return shards;
+  }
+
+  void begin_micro_batch(bool) override { gather(root_); }
+
+  void before_forward(std::size_t unit) override { gather(unit); }
+
+  at::Tensor after_forward(std::size_t unit, at::Tensor output) override {
+    if (!at::GradMode::is_enabled()) {
+      if (reshard_after_forward_) reshard(unit);
+      return output;
+    }
+    if (reshard_after_forward_) reshard(unit);
+    return notify_before_backward(output, *this, unit);
+  }
+
+  // The unit after `unit` has finished its backward (autograd accumulates each parameter's
+  // gradient before moving on); `unit` is about to start its own.
+  void before_unit_backward(std::size_t unit) override {
+    if (unit + 1 < root_ && units_[unit + 1].gradients_pending) {
+      reduce_gradients(units_[unit + 1]);
+      reshard(unit + 1);
+    }
+    gather(unit);
+    units_[unit].gradients_pending = true;
+  }
+
+  void end_micro_batch() override {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (units_[u].gradients_pending || u == root_) reduce_gradients(units_[u]);
+      reshard(u);
+    }
+  }
+
+  void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
+  void scale_gradients(double factor) override { ft::scale_gradients(shards_, factor); }
+  double clip_grad_norm(double max_norm) override {
+    // Replicas hold identical shards: the norm is a sum over one shard group.
+    at::Tensor squares = at::full({1}, ft::gradient_norm_squared(shards_), at::kDouble);
+    shard_group_->all_reduce_sum(squares);
+    const double norm = std::sqrt(squares.item<double>());
+    ft::clip_gradients(shards_, norm, max_norm);
+    return norm;
+  }
+
+  void with_full_parameters(ft::Model&, const std::function<void()>& fn) override {
+    for (std::size_t u = 0; u < units_.size(); ++u) gather(u);
+    try {
+      fn();
+    } catch (...) {
+      for (std::size_t u = 0; u < units_.size(); ++u) reshard(u);
+      throw;
+    }
+    for (std::size_t u = 0; u < units_.size(); ++u) reshard(u);
+  }
+
+  std::int64_t local_parameter_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const auto& u : units_) bytes += u.shard.numel() * static_cast<std::int64_t>(u.shard.element_size());
+    return bytes;
+  }
+
+ private:
+  void gather(std::size_t index) {
+    ShardedUnit& u = units_[index];
+    if (u.gathered) return;
+    const auto bytes = static_cast<std::size_t>(u.full.numel()) * u.full.element_size();
+    ft::compat::allocate_storage(u.full, bytes);
+    // Written through an alias with its own version counter: autograd has saved these
+    // parameters for backward and must not see the refill as an in-place modification.
+    at::Tensor alias = at::from_blob(u.full.data_ptr(), {u.full.numel()}, u.full.options());
+    shard_group_->all_gather(alias, u.shard.detach());
+    u.gathered = true;
+  }
+
+  void reshard(std::size_t index) {
+    ShardedUnit& u = units_[index];
+    if (!u.gathered) return;
+    ft::compat::free_storage(u.full);
+    u.gathered = false;
+  }
+
+  void reduce_gradients(ShardedUnit& u) {
+    at::NoGradGuard no_grad;
+    at::Tensor flat = at::zeros({u.full.numel()}, u.shard.options().requires_grad(false));
+    std::int64_t offset = 0;
+    bool any = false;
+    for (auto& p : u.parameters) {
+      if (p.grad().defined()) {
+        flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
+        p.mutable_grad() = at::Tensor();
+        any = true;
+      }
+      offset += p.numel();
+    }
+    u.gradients_pending = false;
+    if (!any && !u.shard.grad().defined()) {
+      // No gradient reached this unit on this rank; others may have one: take part anyway.
+    }
+    at::Tensor local = at::empty({u.shard_numel}, flat.options());
+    shard_group_->reduce_scatter_sum(local, flat);
+    if (replicate_group_) replicate_group_->all_reduce_sum(local);
+    if (u.shard.grad().defined()) {
+      u.shard.mutable_grad().add_(local);
+    } else {
+      u.shard.mutable_grad() = local;
+    }
+  }
+
+  std::shared_ptr<ft::Collectives> world_;
+  std::shared_ptr<ft::Collectives> shard_group_;
+  std::shared_ptr<ft::Collectives> replicate_group_;
+  bool reshard_after_forward_;
+  MeshShape mesh_;
+  ft::Model* model_ = nullptr;
+  std::vector<ShardedUnit> units_;
+  std::vector<at::Tensor> shards_;
+  std::size_t root_ = 0;
+};
+
+ft::Schema sharded_schema(bool hybrid) {
+  ft::Schema s;
+  s.optional("data_parallel_shard_dim", ft::ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all the rest)")
+      .optional("data_parallel_replicate_dim", ft::ValueType::Int, hybrid ? "2" : "1", "replica groups (HSDP)")
+      .optional("reshard_after_forward", ft::ValueType::Bool, "true",
+                "free gathered parameters after each unit's forward (false: keep them until its backward)")
+      .optional("custom_sharded_layers", ft::ValueType::List, "[]",
+                "accepted for torchtune configs: embeddings and output are always sharded with the root")
+      .optional("cpu_offload", ft::ValueType::Bool, "false", "accepted: on CPU training everything already lives there");
+  return s;
+}
+
+std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Parallelism::Args args) {
+  if (!args.world || !args.new_group) cfg.fail("_component_", "sharded data parallelism needs the host's process groups");
+  const int world = args.world->size();
+  MeshShape mesh;
+  mesh.replicate = static_cast<int>(cfg.get<std::int64_t>("data_parallel_replicate_dim"));
+  const auto shard = cfg.get<std::int64_t>("data_parallel_shard_dim");
+  if (mesh.replicate < 1) cfg.fail("data_parallel_replicate_dim", "expected an integer >= 1");
+  if (world % mesh.replicate != 0)
+    cfg.fail("data_parallel_replicate_dim", std::to_string(mesh.replicate) + " does not divide the " +
+                                                std::to_string(world) + " ranks of this run");
+  mesh.shard = shard == -1 ? world / mesh.replicate : static_cast<int>(shard);
+  if (mesh.shard < 1 || mesh.shard * mesh.replicate != world)
+    cfg.fail("data_parallel_shard_dim", "replicate (" + std::to_string(mesh.replicate) + ") x shard (" +
+                                            std::to_string(mesh.shard) + ") must equal the " + std::to_string(world) +
+                                            " ranks of this run");
+  return std::make_unique<FullySharded>(args, mesh, cfg.get<bool>("reshard_after_forward"));
+}
+
+}  // namespace
+
+void register_fully_sharded(ft::Registry& reg) {
+  reg.add<ft::Parallelism>("fthost.parallelism.fsdp", sharded_schema(false),
+                           "fully sharded data parallel: parameters, gradients and optimizer state sharded per layer",
+                           make_sharded);
+  reg.add<ft::Parallelism>("fthost.parallelism.hsdp", sharded_schema(true),
+                           "hybrid sharded: replicate x shard mesh (shard within groups, all-reduce across them)",
+                           make_sharded);
+}
+
+}  // namespace ft_parallelism

@@ -1,0 +1,33 @@
+#include "model_units.h"
+
+#include <ft/errors.h>
+
+#include <unordered_set>
+
+namespace ft_parallelism {
+
+std::vector<ParameterGroup> group_parameters(ft::Model& model) {
+  std::vector<ParameterGroup> groups;
+  std::unordered_set<const void*> seen;
+  for (auto& unit : model.sharding_units()) {
+    for (const auto& p : unit.parameters) {
+      if (!seen.insert(p.unsafeGetTensorImpl()).second)
+        throw ft::Error("parallelism: parameter appears in two sharding units (second: " + unit.name + ")");
+    }
+    groups.push_back({unit.name, unit.parameters});
+  }
+  ParameterGroup root{"root", {}};
+  for (const auto& p : model.module().parameters()) {
+    if (seen.insert(p.unsafeGetTensorImpl()).second) root.parameters.push_back(p);
+  }
+  groups.push_back(std::move(root));
+  return groups;
+}
+
+std::int64_t total_numel(const std::vector<at::Tensor>& tensors) {
+  std::int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
+}  // namespace ft_parallelism
