@@ -102,9 +102,11 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     root_ = units_.size() - 1;  // group_parameters puts the root last
     model.set_unit_hooks(this);
     shards_ = shards;
-    ft::log::info("fsdp: {} units over {} shard ranks{}; this rank holds {:.1f} MB of parameters", units_.size(), n,
+    std::int64_t full_bytes = 0;
+    for (const auto& u : units_) full_bytes += u.numel * static_cast<std::int64_t>(u.shard.element_size());
+    ft::log::info("fsdp: {} units over {} shard ranks{}; this rank holds {} of {} parameter bytes", units_.size(), n,
                   mesh_.replicate > 1 ? " x " + std::to_string(mesh_.replicate) + " replicas" : std::string(),
-                  static_cast<double>(local_parameter_bytes()) / 1e6);
+                  local_parameter_bytes(), full_bytes);
     return shards;
   }
 

@@ -1,0 +1,238 @@
+// Distributed training with real ranks over loopback (Gloo): every strategy and launcher must
+// reproduce torchtune's single-process golden trajectories, shard what it claims to shard, and
+// turn a dead rank into a prompt, clear failure on the others.
+#include "distributed_environment.h"
+#include "golden_cases.h"
+#include "test_helpers.h"
+
+#include <boost/filesystem.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace fttest::golden;
+
+const char* kLoss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
+
+// The same samples per optimizer step as the case's single-rank run: per-rank micro-batches of
+// `batch_size` x `grad_accum` over `ranks` ranks.
+std::string golden_config(const std::string& case_name, const std::string& out, int batch_size, int grad_accum) {
+  return fttest::write_temp("run.toml", config_for(case_name, kLoss, out, batch_size, grad_accum));
+}
+
+struct LaunchCase {
+  std::string name;  // test name
+  std::string golden;
+  int ranks;
+  int batch_size;
+  int grad_accum;
+  std::string overrides;
+};
+
+class DistributedGolden : public ::testing::TestWithParam<LaunchCase> {};
+
+TEST_P(DistributedGolden, MatchesSingleProcessTorchtune) {
+  const LaunchCase& c = GetParam();
+  const std::string out = fttest::temp_dir();
+  const auto r = fttest::run_fthost("--nproc-per-node " + std::to_string(c.ranks) + " --config " +
+                                    golden_config(c.golden, out, c.batch_size, c.grad_accum) + " " + c.overrides);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_matches_golden(c.golden, out, r.output);
+}
+
+// llama3_untied_ga2 and qwen2_tied_ga2_clip step over 2 micro-batches of 2 samples.
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, DistributedGolden,
+    ::testing::Values(
+        LaunchCase{"fsdp_2ranks", "llama3_untied_ga2", 2, 2, 1, "parallelism._component_=fthost.parallelism.fsdp"},
+        LaunchCase{"fsdp_2ranks_accumulating", "llama3_untied_ga2", 2, 1, 2,
+                   "parallelism._component_=fthost.parallelism.fsdp"},
+        LaunchCase{"fsdp_keep_gathered", "llama3_untied_ga2", 2, 2, 1,
+                   "parallelism._component_=fthost.parallelism.fsdp parallelism.reshard_after_forward=false"},
+        LaunchCase{"fsdp_tied_clipped", "qwen2_tied_ga2_clip", 2, 2, 1, ""},  // default: fsdp, as torchtune
+        LaunchCase{"ddp_2ranks", "llama3_untied_ga2", 2, 2, 1, "parallelism._component_=fthost.parallelism.ddp"},
+        LaunchCase{"ddp_accumulating_clipped", "qwen2_tied_ga2_clip", 2, 1, 2,
+                   "parallelism._component_=fthost.parallelism.ddp"},
+        LaunchCase{"hsdp_2x2", "llama3_untied_ga2", 4, 1, 1,
+                   "parallelism._component_=fthost.parallelism.hsdp parallelism.data_parallel_replicate_dim=2"}),
+    [](const auto& info) { return info.param.name; });
+
+// torchtune's top-level keys configure the default FSDP (data_parallel_replicate_dim -> HSDP mesh).
+TEST(Distributed, TorchtuneTopLevelKeysConfigureTheMesh) {
+  const std::string out = fttest::temp_dir();
+  auto r = fttest::run_fthost("--nproc-per-node 4 --config " + golden_config("llama3_untied_ga2", out, 1, 1) +
+                              " data_parallel_replicate_dim=2 fsdp_reshard_after_forward=false");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string effective = fttest::read_file(out + "/config.effective.toml");
+  EXPECT_NE(effective.find("data_parallel_replicate_dim = 2"), std::string::npos) << effective;
+  EXPECT_NE(effective.find("reshard_after_forward = false"), std::string::npos) << effective;
+  EXPECT_NE(r.output.find("over 2 shard ranks x 2 replicas"), std::string::npos) << r.output;
+  expect_matches_golden("llama3_untied_ga2", out, r.output);
+}
+
+// FSDP keeps about 1/N of every unit on each rank (padding to a multiple of N aside).
+TEST(Distributed, FsdpHoldsHalfTheParametersPerRank) {
+  const std::string out = fttest::temp_dir();
+  auto r = fttest::run_fthost("--nproc-per-node 2 --config " + golden_config("llama3_untied_ga2", out, 2, 1));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("this rank holds (\\d+) of (\\d+) parameter bytes"))) << r.output;
+  const double held = std::stod(m[1]), full = std::stod(m[2]);
+  EXPECT_GE(held / full, 0.5);
+  EXPECT_LT(held / full, 0.51);
+}
+
+// torchrun's way: the caller starts every rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+TEST(Distributed, TorchrunStyleEnvironment) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = golden_config("llama3_untied_ga2", out, 2, 1);
+  const int port = 29500 + static_cast<int>(getpid() % 2000);
+  std::string cmd;
+  for (int rank = 0; rank < 2; ++rank)
+    cmd += "RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
+           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + FTHOST_BINARY +
+           " --config " + config + " > " + out + "/rank" + std::to_string(rank) + ".log 2>&1 & ";
+  cmd += "wait %1; a=$?; wait %2; b=$?; exit $((a + b))";
+  const int status = std::system(("bash -c '" + cmd + "'").c_str());
+  const std::string log0 = fttest::read_file(out + "/rank0.log");
+  ASSERT_EQ(WEXITSTATUS(status), 0) << log0 << fttest::read_file(out + "/rank1.log");
+  EXPECT_NE(log0.find("rank 0/2: connected"), std::string::npos) << log0;
+  expect_matches_golden("llama3_untied_ga2", out, log0);
+}
+
+std::optional<std::string> from(const std::map<std::string, std::string>& vars, const std::string& name) {
+  auto it = vars.find(name);
+  if (it == vars.end()) return std::nullopt;
+  return it->second;
+}
+
+TEST(DistributedEnvironment, ReadsTorchrunSlurmAndNothing) {
+  using fthost::read_distributed_environment;
+  auto none = read_distributed_environment([](const std::string&) { return std::nullopt; });
+  EXPECT_EQ(none.world_size, 1);
+  EXPECT_EQ(none.launcher, "none");
+
+  const std::map<std::string, std::string> torchrun = {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                                                      {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.7"},
+                                                      {"MASTER_PORT", "29600"}};
+  auto t = read_distributed_environment([&](const std::string& n) { return from(torchrun, n); });
+  EXPECT_EQ(t.launcher, "torchrun");
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.world_size, 8);
+  EXPECT_EQ(t.local_rank, 1);
+  EXPECT_EQ(t.local_world_size, 2);
+  EXPECT_EQ(t.master_addr, "10.0.0.7");
+  EXPECT_EQ(t.master_port, 29600);
+
+  // What srun sets for task 5 of 6, 3 tasks per node on 2 nodes.
+  const std::map<std::string, std::string> slurm = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"},
+                                                   {"SLURM_LOCALID", "2"}, {"SLURM_TASKS_PER_NODE", "3(x2)"},
+                                                   {"SLURM_JOB_NODELIST", "gpu-[017-018]"}};
+  auto s = read_distributed_environment([&](const std::string& n) { return from(slurm, n); });
+  EXPECT_EQ(s.launcher, "slurm");
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.world_size, 6);
+  EXPECT_EQ(s.local_rank, 2);
+  EXPECT_EQ(s.local_world_size, 3);
+  EXPECT_EQ(s.master_addr, "gpu-017");
+  EXPECT_EQ(s.master_port, 29500);
+
+  EXPECT_EQ(fthost::first_slurm_host("a1,b[1-3]"), "a1");
+  EXPECT_EQ(fthost::first_slurm_host("node[003,007-009],x"), "node003");
+  EXPECT_EQ(fthost::first_slurm_host("single"), "single");
+
+  const std::map<std::string, std::string> bad = {{"RANK", "2"}, {"WORLD_SIZE", "2"}};
+  EXPECT_NE(fttest::error_of([&] { read_distributed_environment([&](const std::string& n) { return from(bad, n); }); })
+                .find("RANK 2 is not below WORLD_SIZE 2"),
+            std::string::npos);
+  const std::map<std::string, std::string> junk = {{"RANK", "x"}, {"WORLD_SIZE", "2"}};
+  EXPECT_NE(fttest::error_of([&] { read_distributed_environment([&](const std::string& n) { return from(junk, n); }); })
+                .find("RANK=\"x\": expected a non-negative integer"),
+            std::string::npos);
+}
+
+// A long run whose rank 1 is killed: the launcher stops rank 0 and says which rank died.
+TEST(Distributed, LauncherReportsADeadRankAndStopsTheOthers) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = golden_config("llama3_untied_ga2", out, 1, 1);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    const std::string log = out + "/launcher.log";
+    freopen(log.c_str(), "w", stdout);
+    dup2(fileno(stdout), 2);
+    execl(FTHOST_BINARY, FTHOST_BINARY, "--nproc-per-node", "2", "--config", config.c_str(), "epochs=50",
+          "~max_steps_per_epoch", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until both ranks train, then kill rank 1 (the launcher's younger child).
+  std::string rank1;
+  for (int i = 0; i < 300 && rank1.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fttest::read_file(out + "/logs/metrics.jsonl").empty()) continue;
+    FILE* p = popen(("pgrep -n -P " + std::to_string(launcher)).c_str(), "r");
+    char buf[32] = {};
+    if (fgets(buf, sizeof buf, p)) rank1 = buf;
+    pclose(p);
+  }
+  ASSERT_FALSE(rank1.empty()) << fttest::read_file(out + "/launcher.log");
+  const auto killed_at = std::chrono::steady_clock::now();
+  kill(std::stoi(rank1), SIGKILL);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string log = fttest::read_file(out + "/launcher.log");
+  ASSERT_TRUE(WIFEXITED(status)) << log;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL) << log;
+  EXPECT_NE(log.find("rank 1 (pid " + std::to_string(std::stoi(rank1)) + ") was killed by signal 9"), std::string::npos)
+      << log;
+  EXPECT_LT(seconds, 15.0) << log;
+}
+
+// Without a launcher to stop it, the surviving rank fails on its own: the next collective
+// errors (the peer's connection is gone) within the configured timeout, naming the rank.
+TEST(Distributed, SurvivingRankFailsWithinTheTimeout) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = golden_config("llama3_untied_ga2", out, 1, 1);
+  const int port = 31500 + static_cast<int>(getpid() % 2000);
+  std::vector<pid_t> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string log = out + "/rank" + std::to_string(rank) + ".log";
+      freopen(log.c_str(), "w", stdout);
+      dup2(fileno(stdout), 2);
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", "2", 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      execl(FTHOST_BINARY, FTHOST_BINARY, "--config", config.c_str(), "epochs=50", "~max_steps_per_epoch",
+            "distributed_timeout_s=20", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ranks.push_back(pid);
+  }
+  for (int i = 0; i < 300 && fttest::read_file(out + "/logs/metrics.jsonl").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto killed_at = std::chrono::steady_clock::now();
+  kill(ranks[1], SIGKILL);
+  int status = 0;
+  waitpid(ranks[1], &status, 0);
+  waitpid(ranks[0], &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string log = fttest::read_file(out + "/rank0.log");
+  ASSERT_TRUE(WIFEXITED(status)) << log;
+  EXPECT_NE(WEXITSTATUS(status), 0) << log;
+  EXPECT_NE(log.find("rank 0: "), std::string::npos) << log;
+  EXPECT_NE(log.find("failed: another rank exited or did not answer within 20 s"), std::string::npos) << log;
+  EXPECT_LT(seconds, 25.0) << log;
+}
+
+}  // namespace
