@@ -122,6 +122,7 @@ TEST(ProgressLine, TerminalThrottlesRedrawsButAlwaysDrawsTheLastStep) {
     clock.now += 0.01;  // 10 ms a step: a redraw every 10 steps at most
     progress.update(1, step, 1.0, 1.0);
   }
+  progress.finish();  // before the file closes: the destructor would write to it
   const std::string text = contents(f);
   std::fclose(f);
   const auto redraws = std::count(text.begin(), text.end(), '\r');
@@ -142,6 +143,7 @@ TEST(ProgressLine, ResumedRunLeavesEarlierStepsOutOfTheRate) {
   // 10 steps in 10 s, 40 to go.
   EXPECT_NE(progress.render(clock.now).find("60/100 [00:10<00:40, 100 tok/s]"), std::string::npos)
       << progress.render(clock.now);
+  progress.finish();
   std::fclose(f);
 }
 
@@ -156,6 +158,7 @@ TEST(ProgressLine, ClockTextSwitchesToHoursAndUnknownEta) {
   clock.now += 3725;
   progress.update(1, 1, 1.0, 0.0);
   EXPECT_NE(progress.render(clock.now).find("[1:02:05<9:18:45,"), std::string::npos) << progress.render(clock.now);
+  progress.finish();
   std::fclose(f);
 }
 
