@@ -61,6 +61,19 @@ TEST(Cli, EveryShippedConfigValidates) {
   EXPECT_GE(checked, 2);
 }
 
+// The ported torchtune config also validates with the sharded strategies chosen explicitly.
+TEST(Cli, PortedConfigValidatesWithFsdpAndHsdp) {
+  const std::string config = std::string(FT_SOURCE_DIR) + "/configs/llama3_2/1B_full.toml";
+  for (const char* strategy : {"fthost.parallelism.fsdp", "fthost.parallelism.hsdp", "fthost.parallelism.ddp"}) {
+    auto r = run("validate --config " + config + " parallelism._component_=" + strategy);
+    EXPECT_EQ(r.exit_code, 0) << strategy << "\n" << r.output;
+  }
+  auto bad = run("validate --config " + config + " parallelism._component_=fthost.parallelism.hsdp parallelism.reshard=1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("parallelism.reshard: unknown key for fthost.parallelism.hsdp"), std::string::npos)
+      << bad.output;
+}
+
 // The seed recipe's own configuration rules, with its wording.
 TEST(Cli, ValidateAppliesTheSeedsRules) {
   struct Case {
