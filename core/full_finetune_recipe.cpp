@@ -2,6 +2,7 @@
 
 #include "device_support.h"
 #include "distributed_sampler.h"
+#include "progress_line.h"
 #include "c10d_collectives.h"
 #include "distributed_environment.h"
 #include "thread_settings.h"
@@ -18,6 +19,7 @@
 #include <ft/model.h>
 #include <ft/optimizer.h>
 #include <ft/parallelism.h>
+#include <ft/profiler.h>
 #include <ft/tokenizer.h>
 
 #include <ATen/ATen.h>
@@ -25,6 +27,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <memory>
 
 namespace fthost {
 
@@ -51,14 +55,24 @@ struct Components {
   std::shared_ptr<ft::Loss> loss;
   std::shared_ptr<ft::Optimizer> optimizer;
   std::shared_ptr<ft::LRScheduler> scheduler;
+  std::shared_ptr<ft::Profiler> profiler;
   std::vector<at::Tensor> trainable;  // what the optimizer steps: parameters, or this rank's shards
 };
 
-// Closes the logger on every exit path, so a failed run still flushes what it logged.
+// Closes the logger on every exit path, so a failed run still flushes what it logged, and
+// tells it how the run ended.
 struct LoggerCloser {
   ft::MetricLogger* logger;
   ~LoggerCloser() {
-    if (logger) logger->close();
+    if (logger) logger->close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0);
+  }
+};
+
+// Stops the profiler on every exit path, so a failed run still leaves its trace.
+struct ProfilerStopper {
+  ft::Profiler* profiler;
+  ~ProfilerStopper() {
+    if (profiler) profiler->stop();
   }
 };
 
@@ -90,7 +104,8 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   ProcessGroups groups = env.world_size > 1 ? connect_process_groups(env, timeout) : single_process_groups();
   c.parallelism = registry.instantiate<ft::Parallelism>(
       root.table("parallelism"), {groups.world, groups.new_group, env.local_rank, env.local_world_size, s.device});
-  if (is_rank_zero) c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"));
+  if (is_rank_zero)
+    c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"), {env.rank, env.local_rank, env.world_size});
   LoggerCloser closer{c.logger.get()};
   if (c.logger) c.logger->log_config(root);
 
@@ -139,6 +154,12 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   c.model->module().train();
   c.optimizer->zero_grad(true);
   std::int64_t global_step = 0;
+  std::unique_ptr<ProgressLine> progress;
+  if (is_rank_zero) progress = std::make_unique<ProgressLine>(stdout, total_steps, ProgressLine::is_terminal(stdout));
+  if (root.is_table("profiler"))
+    c.profiler = registry.instantiate<ft::Profiler>(root.table("profiler"), {env.rank, env.world_size});
+  ProfilerStopper profiler_stopper{c.profiler.get()};
+  if (c.profiler) c.profiler->start();
   for (std::int64_t epoch = 0; epoch < s.epochs; ++epoch) {
     const auto batches = batches_of(sampler.indices(epoch), static_cast<std::size_t>(s.batch_size), true);
     // Only whole optimizer steps: a partial accumulation at the end of an epoch would otherwise
@@ -189,9 +210,13 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       c.optimizer->zero_grad(true);
       ++global_step;
       if (c.scheduler) c.scheduler->step();
+      if (c.profiler) c.profiler->step();
 
       const double loss_to_log = step_loss_sum / static_cast<double>(step_tokens);
       if (!std::isfinite(loss_to_log)) ft::log::warn("step {}: loss is {}", global_step, loss_to_log);
+      if (progress)
+        progress->update(epoch + 1, global_step, step_loss_sum / static_cast<double>(step_tokens),
+                         static_cast<double>(step_tokens) / seconds_since(step_start));
       if (c.logger && global_step % s.log_every_n_steps == 0) {
         const double step_seconds = seconds_since(step_start);
         ft::Metrics metrics{{"loss", loss_to_log},
@@ -216,6 +241,7 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
     if (is_rank_zero)
       ft::log::info("epoch {}/{} done; model saved to {} ({:.2f} s)", epoch + 1, s.epochs, dir, seconds_since(save_start));
   }
+  if (progress) progress->finish();
   groups.world->barrier();  // no rank reports success before rank 0's last save is complete
   return 0;
 }
