@@ -148,11 +148,13 @@ void validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
   }
   for (const auto& key : root.keys()) {
     auto kind = kind_of_table(key);
-    if (!kind || !root.is_table(key)) continue;
-    try {
-      registry.resolve(root.table(key), *kind);
-    } catch (const ft::ConfigError& e) {
-      problems.push_back(e.what());
+    if (!kind || !(root.is_table(key) || root.is_table_list(key))) continue;
+    for (const auto& table : root.table_list(key)) {
+      try {
+        registry.resolve(table, *kind);
+      } catch (const ft::ConfigError& e) {
+        problems.push_back(e.what());
+      }
     }
   }
   if (!problems.empty()) {

@@ -2,8 +2,10 @@
 
 #include "device_support.h"
 #include "distributed_sampler.h"
+#include "metric_logger_fanout.h"
 #include "progress_line.h"
 #include "c10d_collectives.h"
+#include "concat_dataset.h"
 #include "distributed_environment.h"
 #include "thread_settings.h"
 #include "training_settings.h"
@@ -104,8 +106,12 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   ProcessGroups groups = env.world_size > 1 ? connect_process_groups(env, timeout) : single_process_groups();
   c.parallelism = registry.instantiate<ft::Parallelism>(
       root.table("parallelism"), {groups.world, groups.new_group, env.local_rank, env.local_world_size, s.device});
-  if (is_rank_zero)
-    c.logger = registry.instantiate<ft::MetricLogger>(root.table("metric_logger"), {env.rank, env.local_rank, env.world_size});
+  if (is_rank_zero) {
+    std::vector<std::shared_ptr<ft::MetricLogger>> loggers;
+    for (const auto& table : root.table_list("metric_logger"))
+      loggers.push_back(registry.instantiate<ft::MetricLogger>(table, {env.rank, env.local_rank, env.world_size}));
+    c.logger = loggers.size() == 1 ? loggers[0] : std::make_shared<MetricLoggerFanout>(std::move(loggers));
+  }
   LoggerCloser closer{c.logger.get()};
   if (c.logger) c.logger->log_config(root);
 
@@ -123,7 +129,9 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   if (c.tokenizer && c.tokenizer->vocab_size() > c.model->vocab_size())
     root.fail("tokenizer", "the tokenizer has " + std::to_string(c.tokenizer->vocab_size()) +
                                " tokens but the model embeds only " + std::to_string(c.model->vocab_size()));
-  c.dataset = registry.instantiate<ft::Dataset>(root.table("dataset"), {c.tokenizer});
+  std::vector<std::shared_ptr<ft::Dataset>> datasets;
+  for (const auto& table : root.table_list("dataset")) datasets.push_back(registry.instantiate<ft::Dataset>(table, {c.tokenizer}));
+  c.dataset = datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
   c.loss = registry.instantiate<ft::Loss>(root.table("loss"));
   // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
   // loss and, being at the end, are never attended to by real tokens under the causal mask.

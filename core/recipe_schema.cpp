@@ -35,8 +35,13 @@ const ft::Schema& recipe_schema() {
         .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree")
         .optional("distributed_timeout_s", ValueType::Float, "300", "a collective not finished after this long fails the run on every rank")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
-    for (ft::Kind k : ft::all_kinds())
-      s.optional(std::string(ft::kind_name(k)), ValueType::Table, "", "component table with _component_");
+    for (ft::Kind k : ft::all_kinds()) {
+      // Several datasets are concatenated and several loggers all receive the metrics.
+      const bool listable = k == ft::Kind::Dataset || k == ft::Kind::MetricLogger;
+      s.optional(std::string(ft::kind_name(k)), listable ? ValueType::Any : ValueType::Table, "",
+                 listable ? "component table with _component_, or a list of them ([[...]])"
+                          : "component table with _component_");
+    }
     return s;
   }();
   return schema;

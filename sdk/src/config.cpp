@@ -29,9 +29,21 @@ static Node* find_in(Table& root, std::string_view dotted) {
   while (start <= dotted.size()) {
     auto end = dotted.find('.', start);
     if (end == std::string_view::npos) end = dotted.size();
-    auto* table = node->as_table();
-    if (!table) return nullptr;
-    node = table->get(dotted.substr(start, end - start));
+    const std::string_view segment = dotted.substr(start, end - start);
+    if (auto* table = node->as_table()) {
+      node = table->get(segment);
+    } else if (auto* array = node->as_array()) {
+      // An array of tables ([[dataset]]) is addressed by index: "dataset.1._component_".
+      std::size_t index = 0;
+      for (char c : segment) {
+        if (c < '0' || c > '9') return nullptr;
+        index = index * 10 + static_cast<std::size_t>(c - '0');
+      }
+      if (segment.empty()) return nullptr;
+      node = array->get(index);
+    } else {
+      return nullptr;
+    }
     if (!node) return nullptr;
     start = end + 1;
   }
@@ -155,6 +167,23 @@ std::string ConfigNode::origin(std::string_view key) const { return doc_->origin
 void ConfigNode::fail(std::string_view key, const std::string& message) const {
   const std::string where = key_path(key);
   throw ConfigError(origin(key) + ": " + (where.empty() ? std::string("(root)") : where) + ": " + message);
+}
+
+bool ConfigNode::is_table_list(std::string_view key) const {
+  const toml::node* n = table_of(*doc_, path_).get(key);
+  if (!n || !n->is_array() || n->as_array()->empty()) return false;
+  for (const auto& element : *n->as_array())
+    if (!element.is_table()) return false;
+  return true;
+}
+
+std::vector<ConfigNode> ConfigNode::table_list(std::string_view key) const {
+  if (is_table(key)) return {table(key)};
+  if (!is_table_list(key)) fail(key, "expected a table, or a list of tables ([[" + std::string(key) + "]])");
+  std::vector<ConfigNode> out;
+  const std::size_t n = table_of(*doc_, path_).get(key)->as_array()->size();
+  for (std::size_t i = 0; i < n; ++i) out.emplace_back(doc_, key_path(key) + "." + std::to_string(i));
+  return out;
 }
 
 bool ConfigNode::has(std::string_view key) const { return table_of(*doc_, path_).contains(key); }

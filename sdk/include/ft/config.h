@@ -36,6 +36,10 @@ class FT_API ConfigNode {
   bool has(std::string_view key) const;
   bool is_table(std::string_view key) const;
   ConfigNode table(std::string_view key) const;  // a sub-table; error if absent or not a table
+  // A non-empty array of tables (TOML `[[key]]`), addressed as "key.0", "key.1", ...
+  bool is_table_list(std::string_view key) const;
+  // The table, or every table of the list; error if it is neither.
+  std::vector<ConfigNode> table_list(std::string_view key) const;
   std::vector<std::string> keys() const;         // in file order
 
   // The `_component_` of this table, or empty.
