@@ -40,14 +40,14 @@ class Llama3Tokenizer final : public ModelTokenizer {
  public:
   Llama3Tokenizer(std::shared_ptr<const TextCodec> codec, std::int64_t max_seq_len, Truncation truncation)
       : ModelTokenizer(std::move(codec), {}, max_seq_len, truncation) {
-    ids_.bos = required_token("<|begin_of_text|>");
-    ids_.eos = required_token("<|end_of_text|>");
-    ids_.pad = required_token("<|finetune_right_pad_id|>");
-    start_header_ = required_token("<|start_header_id|>");
-    end_header_ = required_token("<|end_header_id|>");
-    eot_ = required_token("<|eot_id|>");
-    eom_ = required_token("<|eom_id|>");
-    python_tag_ = required_token("<|python_tag|>");
+    ids_.bos = token_or_default("<|begin_of_text|>");
+    ids_.eos = token_or_default("<|end_of_text|>");
+    ids_.pad = token_or_default("<|finetune_right_pad_id|>");
+    start_header_ = token_or_default("<|start_header_id|>");
+    end_header_ = token_or_default("<|end_header_id|>");
+    eot_ = token_or_default("<|eot_id|>");
+    eom_ = token_or_default("<|eom_id|>");
+    python_tag_ = token_or_default("<|python_tag|>");
     blank_line_ = encode_plain("\n\n");
   }
 
@@ -78,6 +78,14 @@ class Llama3Tokenizer final : public ModelTokenizer {
   }
 
  private:
+  // Llama 3.0's tokenizer.json names some ids <|reserved_special_token_N|> that Llama 3.1 and
+  // torchtune call <|finetune_right_pad_id|>, <|eom_id|>, <|python_tag|>: fall back to the id.
+  std::int64_t token_or_default(const std::string& name) const {
+    if (auto id = codec_->token_id(name)) return *id;
+    for (const auto& t : llama3_special_tokens())
+      if (t.content == name && t.id < codec_->vocab_size()) return t.id;
+    return required_token(name);
+  }
   static void append(std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
     to.insert(to.end(), from.begin(), from.end());
   }
