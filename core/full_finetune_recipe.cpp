@@ -5,6 +5,7 @@
 #include "metric_logger_fanout.h"
 #include "progress_line.h"
 #include "c10d_collectives.h"
+#include "checkpoint_manager.h"
 #include "concat_dataset.h"
 #include "distributed_environment.h"
 #include "thread_settings.h"
@@ -94,7 +95,10 @@ std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
 }  // namespace
 
 int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) {
-  const TrainingSettings s = read_training_settings(root);
+  TrainingSettings s = read_training_settings(root);
+  const CheckpointSettings checkpoint_settings = read_checkpoint_settings(root, s.output_dir);
+  const std::optional<ResumePoint> resume = find_resume_point(checkpoint_settings);
+  if (resume) adopt_checkpoint_settings(s, *resume);
   const DistributedEnvironment env = read_distributed_environment();
   // Ranks on one machine share its cores: by default each takes its share, not all of them.
   apply_thread_settings(s.num_threads > 0 ? s.num_threads : threads_per_rank(env.local_world_size));
@@ -118,7 +122,13 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   const auto init_start = Clock::now();
   c.model = registry.instantiate<ft::Model>(root.table("model"), {s.dtype, s.device, s.seed});
   c.checkpointer = registry.instantiate<ft::Checkpointer>(root.table("checkpointer"), {s.output_dir});
-  const bool loaded = c.checkpointer->load_model(*c.model);
+  const std::vector<ParameterShape> model_parameters = parameter_shapes(*c.model);
+  if (resume) {
+    check_resumable(resume->manifest, resume->manifest_path, model_parameters, env.world_size,
+                    c.parallelism->data_parallel_size());
+    c.checkpointer->load_model_from(*c.model, resume->dir);
+  }
+  const bool loaded = resume || c.checkpointer->load_model(*c.model);
   const std::int64_t num_parameters = count_parameters(c.model->module().parameters());
   c.trainable = c.parallelism->parallelize(*c.model);
   ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
@@ -152,7 +162,30 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
                                 std::to_string(s.batch_size * s.gradient_accumulation_steps * dp_size) + " samples");
   const std::int64_t total_steps = s.epochs * steps_per_epoch;
   if (root.is_table("lr_scheduler"))
-    c.scheduler = registry.instantiate<ft::LRScheduler>(root.table("lr_scheduler"), {c.optimizer.get(), total_steps, -1});
+    c.scheduler = registry.instantiate<ft::LRScheduler>(
+        root.table("lr_scheduler"),
+        {c.optimizer.get(), total_steps,
+         resume ? resume->manifest.progress.lr_scheduler_last_epoch.value_or(resume->manifest.progress.steps_run) - 1 : -1});
+  CheckpointManager checkpoints(checkpoint_settings, groups.world,
+                                {c.model.get(), c.parallelism.get(), c.checkpointer.get(), c.optimizer.get(), c.scheduler.get()},
+                                model_parameters);
+  // Where the run stands after `micro_batches_done` micro-batches of `epoch` (the recipe state of a checkpoint).
+  auto position = [&](std::int64_t global_step, std::int64_t epoch, std::int64_t micro_batches_done) {
+    TrainingProgress p;
+    p.seed = s.seed;
+    p.epochs_run = epoch;
+    p.total_epochs = s.epochs;
+    p.max_steps_per_epoch = s.max_steps_per_epoch;
+    p.steps_run = global_step;
+    p.epoch = epoch;
+    p.micro_batches_in_epoch = micro_batches_done;
+    p.batch_size = s.batch_size;
+    p.gradient_accumulation_steps = s.gradient_accumulation_steps;
+    p.world_size = env.world_size;
+    p.data_parallel_size = dp_size;
+    if (c.scheduler) p.lr_scheduler_last_epoch = c.scheduler->last_epoch();
+    return p;
+  };
 
   ft::log::info("training: {} epoch(s) x {} steps, {} samples, batch {} x {} accumulation x {} data-parallel ranks",
                 s.epochs, steps_per_epoch, c.dataset->size(), s.batch_size, s.gradient_accumulation_steps, dp_size);
@@ -161,14 +194,22 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   const std::int64_t ignore_index = c.loss->ignore_index();
   c.model->module().train();
   c.optimizer->zero_grad(true);
-  std::int64_t global_step = 0;
+  std::int64_t global_step = 0, first_epoch = 0, resumed_micro_batches = 0;
+  if (resume) {
+    checkpoints.restore(*resume);  // last: nothing after it may draw from the RNG it restores
+    global_step = resume->manifest.progress.steps_run;
+    first_epoch = resume->manifest.progress.epoch;
+    resumed_micro_batches = resume->manifest.progress.micro_batches_in_epoch;
+    ft::log::info("resumed from {}: step {}, epoch {}, {} micro-batches of it done", resume->dir, global_step,
+                  first_epoch + 1, resumed_micro_batches);
+  }
   std::unique_ptr<ProgressLine> progress;
   if (is_rank_zero) progress = std::make_unique<ProgressLine>(stdout, total_steps, ProgressLine::is_terminal(stdout));
   if (root.is_table("profiler"))
     c.profiler = registry.instantiate<ft::Profiler>(root.table("profiler"), {env.rank, env.world_size});
   ProfilerStopper profiler_stopper{c.profiler.get()};
   if (c.profiler) c.profiler->start();
-  for (std::int64_t epoch = 0; epoch < s.epochs; ++epoch) {
+  for (std::int64_t epoch = first_epoch; epoch < s.epochs; ++epoch) {
     const auto batches = batches_of(sampler.indices(epoch), static_cast<std::size_t>(s.batch_size), true);
     // Only whole optimizer steps: a partial accumulation at the end of an epoch would otherwise
     // leak its gradients into the next epoch's first step (the seed's behaviour; docs/parity.md).
@@ -176,7 +217,7 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
     at::Tensor running_loss = at::zeros({}, at::kFloat);
     std::int64_t num_tokens = 0;
     auto step_start = Clock::now();
-    for (std::int64_t idx = 0; idx < micro_batches; ++idx) {
+    for (std::int64_t idx = epoch == first_epoch ? resumed_micro_batches : 0; idx < micro_batches; ++idx) {
       std::vector<ft::Sample> samples;
       samples.reserve(batches[idx].size());
       for (auto i : batches[idx]) samples.push_back(c.dataset->get(static_cast<std::size_t>(i)));
@@ -239,17 +280,19 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       }
       running_loss.zero_();
       num_tokens = 0;
+      // The last step of an epoch is saved as the epoch's checkpoint.
+      if (checkpoints.saves_after_step(global_step) && idx + 1 < micro_batches)
+        checkpoints.save("step_" + std::to_string(global_step), position(global_step, epoch, idx + 1));
       step_start = Clock::now();
     }
     const auto save_start = Clock::now();
-    std::string dir;
-    c.parallelism->with_full_parameters(*c.model, [&] {
-      if (is_rank_zero) dir = c.checkpointer->save_model(*c.model, "epoch_" + std::to_string(epoch));
-    });
+    checkpoints.save("epoch_" + std::to_string(epoch), position(global_step, epoch + 1, 0));
     if (is_rank_zero)
-      ft::log::info("epoch {}/{} done; model saved to {} ({:.2f} s)", epoch + 1, s.epochs, dir, seconds_since(save_start));
+      ft::log::info("epoch {}/{} done; training blocked {:.2f} s by its checkpoint", epoch + 1, s.epochs,
+                    seconds_since(save_start));
   }
   if (progress) progress->finish();
+  checkpoints.wait();
   groups.world->barrier();  // no rank reports success before rank 0's last save is complete
   return 0;
 }

@@ -106,8 +106,46 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
 
   bool load_model(ft::Model& model) override {
     if (s_.checkpoint_dir.empty()) return false;
+    load(model, s_.checkpoint_dir, s_.checkpoint_files);
+    return true;
+  }
+
+  void load_model_from(ft::Model& model, const std::string& dir) override { load(model, dir, {}); }
+
+  std::string save_model(ft::Model& model, const std::string& tag) override {
+    try {
+      return save(model, tag);
+    } catch (const fs::filesystem_error& e) {
+      throw ft::Error("saving checkpoint \"" + tag + "\": " + e.what());
+    }
+  }
+
+  void write_model_files(const std::vector<ft::NamedTensor>& tensors, const ft::Model& model,
+                         const std::string& dir) override {
+    if (tensors.empty()) throw ft::Error("model has no parameters to save");
+    try {
+      write_model_directory(fs::path(dir), tensors, model);
+    } catch (const fs::filesystem_error& e) {
+      throw ft::Error("writing the model into " + dir + ": " + e.what());
+    }
+  }
+
+  void write_tensors(const std::string& path, const std::vector<ft::NamedTensor>& tensors,
+                     const std::map<std::string, std::string>& metadata) override {
+    write_safetensors(path, tensors, metadata);
+  }
+
+  std::vector<ft::NamedTensor> read_tensors(const std::string& path) override {
+    SafetensorsFile file(path);
+    std::vector<ft::NamedTensor> out;
+    for (const TensorRecord& r : file.records()) out.push_back({r.name, file.tensor(r)});
+    return out;
+  }
+
+ private:
+  void load(ft::Model& model, const std::string& dir, const std::vector<std::string>& listed) {
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<SafetensorsFile> files = open_checkpoint(s_.checkpoint_dir, s_.checkpoint_files);
+    const std::vector<SafetensorsFile> files = open_checkpoint(dir, listed);
 
     std::map<std::string, at::Tensor> params;
     for (ft::NamedTensor& p : model.hf_parameters())
@@ -170,21 +208,11 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ft::log::info("checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(),
                   megabytes(bytes), files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files",
-                  s_.checkpoint_dir, join(names, ", "),
+                  dir, join(names, ", "),
                   ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "",
                   seconds);
-    return true;
   }
 
-  std::string save_model(ft::Model& model, const std::string& tag) override {
-    try {
-      return save(model, tag);
-    } catch (const fs::filesystem_error& e) {
-      throw ft::Error("saving checkpoint \"" + tag + "\": " + e.what());
-    }
-  }
-
- private:
   std::string save(ft::Model& model, const std::string& tag) {
     if (tag.empty() || tag[0] == '.' || tag.find('/') != std::string::npos)
       throw ft::Error("checkpoint tag \"" + tag + "\" must be a plain directory name not starting with '.'");
@@ -193,7 +221,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     fs::create_directories(out);
     const std::string pid = std::to_string(::getpid());
     // Hidden and suffixed, so neither the partial nor the replaced directory is ever mistaken
-    // for a checkpoint (issue 5 will clean up ones left by a crash).
+    // for a checkpoint (the host's checkpoint manager removes ones left by a crash).
     const fs::path partial = out / ("." + tag + ".partial-" + pid);
     const fs::path final_dir = out / tag;
 
@@ -204,10 +232,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     try {
       fs::remove_all(partial);  // left by an earlier failed save of this process
       fs::create_directories(partial);
-      written = write_sharded_safetensors(partial.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
-      write_text_file_atomically((partial / "config.json").string(), config_json(model, dtype));
-      copy_companion_files(partial);
-      fsync_directory(partial.string());
+      written = write_model_directory(partial, tensors, model);
     } catch (...) {
       std::error_code ignored;
       fs::remove_all(partial, ignored);
@@ -220,6 +245,17 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
                   megabytes(written.total_size), hf_torch_dtype(dtype), final_dir.string(), written.files.size(),
                   written.files.size() == 1 ? "" : "s", seconds);
     return final_dir.string();
+  }
+
+  // Weights, config.json and the source's companion files into the existing `dir`, synced.
+  ShardedWrite write_model_directory(const fs::path& dir, const std::vector<ft::NamedTensor>& tensors,
+                                     const ft::Model& model) const {
+    const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
+    ShardedWrite written = write_sharded_safetensors(dir.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
+    write_text_file_atomically((dir / "config.json").string(), config_json(model, dtype));
+    copy_companion_files(dir);
+    fsync_directory(dir.string());
+    return written;
   }
 
   // The source checkpoint's config.json (keeping everything HF put there) or the model's own,
@@ -293,8 +329,6 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
 };
 
 std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, const ft::Checkpointer::Args& args) {
-  if (cfg.get<bool>("resume_from_checkpoint"))
-    cfg.fail("resume_from_checkpoint", "resume is not implemented yet (issue 5)");
   if (!cfg.get<bool>("safe_serialization"))
     cfg.fail("safe_serialization", "only safetensors checkpoints are written; set safe_serialization = true");
 
@@ -341,7 +375,8 @@ void register_hf_checkpointer(ft::Registry& reg) {
                 "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
       .optional("output_dir", ValueType::String, "", "where <tag>/ checkpoints are written (default: the run's output_dir)")
       .optional("recipe_checkpoint", ValueType::String, "", "accepted for torchtune configs; ignored for now")
-      .optional("resume_from_checkpoint", ValueType::Bool, "false", "resume training state (not implemented yet)")
+      .optional("resume_from_checkpoint", ValueType::Bool, "false",
+                "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")
       .optional("safe_serialization", ValueType::Bool, "true", "write safetensors (the only format written)")
       .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
   reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),

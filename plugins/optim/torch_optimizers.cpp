@@ -3,15 +3,84 @@
 #include <ft/optimizer.h>
 #include <ft/plugin.h>
 
+#include <ft/errors.h>
+
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
+
+#include <map>
+#include <string>
 
 namespace {
 
 using ft::ValueType;
 
-template <class TorchOptimizer, class Options>
+std::string shape_text(at::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// One parameter's state tensors by field name, as found in a checkpoint.
+using FieldTensors = std::map<std::string, at::Tensor>;
+
+// A copy of `saved` shaped and typed like `like`, for one state field.
+at::Tensor restored_like(const at::Tensor& like, const at::Tensor& saved, const std::string& name) {
+  if (saved.sizes() != like.sizes())
+    throw ft::Error("optimizer state \"" + name + "\": shape " + shape_text(saved.sizes()) + " but the parameter is " +
+                    shape_text(like.sizes()));
+  if (saved.scalar_type() != like.scalar_type())
+    throw ft::Error("optimizer state \"" + name + "\": dtype " + c10::toString(saved.scalar_type()) +
+                    " but the parameter is " + c10::toString(like.scalar_type()));
+  return at::empty_like(like).copy_(saved);
+}
+
+std::int64_t restored_step(const at::Tensor& saved, const std::string& name) {
+  if (saved.numel() != 1 || saved.scalar_type() != at::kLong)
+    throw ft::Error("optimizer state \"" + name + "\": expected one int64 step count");
+  return saved.item<std::int64_t>();
+}
+
+// The state of torch.optim.Adam / AdamW per parameter: step, exp_avg, exp_avg_sq and (amsgrad)
+// max_exp_avg_sq, as torch.optim names them.
+template <class AdamParamState>
+struct AdamStateCodec {
+  using ParamState = AdamParamState;
+  static void save(const ParamState& st, const std::string& prefix, std::vector<ft::NamedTensor>& out) {
+    out.push_back({prefix + "step", at::scalar_tensor(st.step(), at::kLong)});
+    out.push_back({prefix + "exp_avg", st.exp_avg()});
+    out.push_back({prefix + "exp_avg_sq", st.exp_avg_sq()});
+    if (st.max_exp_avg_sq().defined()) out.push_back({prefix + "max_exp_avg_sq", st.max_exp_avg_sq()});
+  }
+  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+    auto st = std::make_unique<ParamState>();
+    for (const char* required : {"step", "exp_avg", "exp_avg_sq"})
+      if (!fields.count(required)) throw ft::Error("optimizer state \"" + prefix + required + "\" is missing");
+    st->step(restored_step(fields.at("step"), prefix + "step"));
+    st->exp_avg(restored_like(param, fields.at("exp_avg"), prefix + "exp_avg"));
+    st->exp_avg_sq(restored_like(param, fields.at("exp_avg_sq"), prefix + "exp_avg_sq"));
+    if (auto it = fields.find("max_exp_avg_sq"); it != fields.end())
+      st->max_exp_avg_sq(restored_like(param, it->second, prefix + "max_exp_avg_sq"));
+    return st;
+  }
+};
+
+// torch.optim.SGD's only state: the momentum buffer (absent without momentum).
+struct SgdStateCodec {
+  using ParamState = torch::optim::SGDParamState;
+  static void save(const ParamState& st, const std::string& prefix, std::vector<ft::NamedTensor>& out) {
+    if (st.momentum_buffer().defined()) out.push_back({prefix + "momentum_buffer", st.momentum_buffer()});
+  }
+  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+    auto st = std::make_unique<ParamState>();
+    if (!fields.count("momentum_buffer")) throw ft::Error("optimizer state \"" + prefix + "momentum_buffer\" is missing");
+    st->momentum_buffer(restored_like(param, fields.at("momentum_buffer"), prefix + "momentum_buffer"));
+    return st;
+  }
+};
+
+template <class TorchOptimizer, class Options, class StateCodec>
 class TorchOptimizerAdapter final : public ft::Optimizer {
  public:
   TorchOptimizerAdapter(std::vector<at::Tensor> params, Options options) : impl_(std::move(params), options) {}
@@ -36,9 +105,60 @@ class TorchOptimizerAdapter final : public ft::Optimizer {
     for (auto& group : impl_.param_groups()) static_cast<Options&>(group.options()).lr(lr);
   }
 
+  std::vector<ft::NamedTensor> state() const override {
+    std::vector<ft::NamedTensor> out;
+    const auto params = parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      auto it = impl_.state().find(state_key(params[i]));
+      if (it == impl_.state().end()) continue;  // not stepped yet (torch creates state lazily)
+      StateCodec::save(static_cast<const typename StateCodec::ParamState&>(*it->second), prefix(i), out);
+    }
+    return out;
+  }
+
+  void load_state(const std::vector<ft::NamedTensor>& state) override {
+    const auto params = parameters();
+    std::map<std::size_t, FieldTensors> by_param;
+    for (const ft::NamedTensor& t : state) {
+      // state.<i>.<field>
+      const auto dot = t.name.find('.', 6);
+      std::size_t index = params.size();
+      if (t.name.rfind("state.", 0) == 0 && dot != std::string::npos) {
+        try {
+          index = std::stoul(t.name.substr(6, dot - 6));
+        } catch (const std::exception&) {
+        }
+      }
+      if (index >= params.size())
+        throw ft::Error("optimizer state \"" + t.name + "\": not state.<i>.<field> for one of the " +
+                        std::to_string(params.size()) + " parameters this optimizer steps");
+      by_param[index][t.name.substr(dot + 1)] = t.tensor;
+    }
+    auto& live = impl_.state();
+    live.clear();
+    for (const auto& [index, fields] : by_param)
+      live[state_key(params[index])] = StateCodec::load(params[index], fields, prefix(index));
+  }
+
  private:
+  static std::string prefix(std::size_t index) { return "state." + std::to_string(index) + "."; }
+  // torch::optim keys its state by the parameter's TensorImpl address (serialize.h does the same).
+  static std::string state_key(const at::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+  std::vector<at::Tensor> parameters() const {
+    std::vector<at::Tensor> out;
+    for (const auto& group : impl_.param_groups())
+      for (const auto& p : group.params()) out.push_back(p);
+    return out;
+  }
+
   TorchOptimizer impl_;
 };
+
+using AdamWAdapter =
+    TorchOptimizerAdapter<torch::optim::AdamW, torch::optim::AdamWOptions, AdamStateCodec<torch::optim::AdamWParamState>>;
+using AdamAdapter =
+    TorchOptimizerAdapter<torch::optim::Adam, torch::optim::AdamOptions, AdamStateCodec<torch::optim::AdamParamState>>;
+using SgdAdapter = TorchOptimizerAdapter<torch::optim::SGD, torch::optim::SGDOptions, SgdStateCodec>;
 
 std::tuple<double, double> betas_of(const ft::ConfigNode& cfg) {
   auto b = cfg.get<std::vector<double>>("betas");
@@ -75,12 +195,12 @@ Options adam_options(const ft::ConfigNode& cfg) {
 void register_components(ft::Registry& reg) {
   reg.add<ft::Optimizer>("torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return std::make_unique<TorchOptimizerAdapter<torch::optim::AdamW, torch::optim::AdamWOptions>>(
+                           return std::make_unique<AdamWAdapter>(
                                std::move(args.params), adam_options<torch::optim::AdamWOptions>(cfg));
                          });
   reg.add<ft::Optimizer>("torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return std::make_unique<TorchOptimizerAdapter<torch::optim::Adam, torch::optim::AdamOptions>>(
+                           return std::make_unique<AdamAdapter>(
                                std::move(args.params), adam_options<torch::optim::AdamOptions>(cfg));
                          });
   ft::Schema sgd;
@@ -101,7 +221,7 @@ void register_components(ft::Registry& reg) {
                                            .nesterov(cfg.get<bool>("nesterov"));
                            if (opts.nesterov() && (opts.momentum() <= 0 || opts.dampening() != 0))
                              cfg.fail("nesterov", "requires momentum > 0 and dampening = 0");
-                           return std::make_unique<TorchOptimizerAdapter<torch::optim::SGD, torch::optim::SGDOptions>>(
+                           return std::make_unique<SgdAdapter>(
                                std::move(args.params), opts);
                          });
 }

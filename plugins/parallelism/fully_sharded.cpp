@@ -163,6 +163,8 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     for (std::size_t u = 0; u < units_.size(); ++u) reshard(u);
   }
 
+  bool shards_optimizer_state() const override { return true; }
+
   std::int64_t local_parameter_bytes() const override {
     std::int64_t bytes = 0;
     for (const auto& u : units_) bytes += u.shard.numel() * static_cast<std::int64_t>(u.shard.element_size());

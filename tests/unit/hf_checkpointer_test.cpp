@@ -388,9 +388,6 @@ TEST_F(HfCheckpointer, ConfigErrorsSayWhatIsWrong) {
                       "QWEN3, MISTRAL, GEMMA"),
             std::string::npos)
       << type;
-  EXPECT_NE(config_error("model_type = \"LLAMA3\"\nresume_from_checkpoint = true\n")
-                .find("resume is not implemented yet (issue 5)"),
-            std::string::npos);
   EXPECT_NE(config_error("model_type = \"LLAMA3\"\nsafe_serialization = false\n")
                 .find("only safetensors checkpoints are written"),
             std::string::npos);

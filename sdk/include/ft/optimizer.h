@@ -1,7 +1,9 @@
 // Optimizer interface (`torch.optim.*` in configs). Factory arguments: the parameters to train.
 #pragma once
 
+#include <ft/errors.h>
 #include <ft/kind.h>
+#include <ft/model.h>
 
 #include <ATen/core/Tensor.h>
 
@@ -22,6 +24,19 @@ class Optimizer {
   // Learning rate of the first parameter group, and a setter for all groups (schedulers use it).
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+
+  // The per-parameter state a resumed run needs to continue bitwise (Adam's moments and step
+  // count, SGD's momentum buffers), named `state.<i>.<field>` after torch.optim's state_dict,
+  // where i indexes Args::params. Live tensors: copy them before the next step() if they must
+  // outlive it. Hyperparameters (lr included) are not state: they come from the config and the
+  // scheduler.
+  virtual std::vector<NamedTensor> state() const { throw Error("this optimizer cannot export its state for a checkpoint"); }
+  // Replaces the state with one state() returned for the same parameters (copied in). Throws
+  // ft::Error naming the tensor on an unknown name, a shape or dtype mismatch.
+  virtual void load_state(const std::vector<NamedTensor>& state) {
+    (void)state;
+    throw Error("this optimizer cannot restore its state from a checkpoint");
+  }
 };
 
 }  // namespace ft

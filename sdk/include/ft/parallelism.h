@@ -55,6 +55,10 @@ class Parallelism {
   // through model.hf_parameters()), then restores the distributed layout.
   virtual void with_full_parameters(Model& model, const std::function<void()>& fn) = 0;
 
+  // True when each rank's optimizer steps a different slice of the model (FSDP), so every
+  // rank's optimizer state belongs in a checkpoint; false when rank 0's is the whole state.
+  virtual bool shards_optimizer_state() const { return false; }
+
   // Bytes of parameters, gradients and optimizer-visible tensors this rank holds persistently.
   virtual std::int64_t local_parameter_bytes() const = 0;
 };
