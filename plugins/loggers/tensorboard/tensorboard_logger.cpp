@@ -66,13 +66,7 @@ class TensorBoardLogger final : public ft::MetricLogger {
     flusher_ = std::make_unique<ft_loggers::PeriodicFlusher>(
         std::chrono::milliseconds(static_cast<std::int64_t>(flush_secs * 1000)), [this] { flush(); });
   }
-  ~TensorBoardLogger() override {
-    try {
-      close();
-    } catch (const std::exception& e) {
-      ft::log::warn("TensorBoardLogger: {}", e.what());
-    }
-  }
+  ~TensorBoardLogger() override { close(); }
 
   void log(const std::string& name, double value, std::int64_t step) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -94,8 +88,15 @@ class TensorBoardLogger final : public ft::MetricLogger {
     writer_->flush();
   }
 
-  // Called from the recipe's guard while an exception unwinds: the run failed.
-  void close() override { close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0); }
+  // The recipe calls close() from a guard's destructor, also while an exception unwinds (the
+  // run failed), so it reports write errors in the log rather than throwing.
+  void close() override {
+    try {
+      close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0);
+    } catch (const std::exception& e) {
+      ft::log::error("TensorBoardLogger: closing failed: {}", e.what());
+    }
+  }
 
   void close_with_exit_code(int exit_code) override {
     if (flusher_) flusher_->stop();

@@ -73,13 +73,7 @@ class WandBLogger final : public ft::MetricLogger {
     point_latest_run_at(wandb_dir, run_dir_name);
     ft::log::info("WandBLogger: offline run {} in {}; upload it with: wandb sync {}", run_.run_id, run_dir_, run_dir_);
   }
-  ~WandBLogger() override {
-    try {
-      close();
-    } catch (const std::exception& e) {
-      ft::log::warn("WandBLogger: {}", e.what());
-    }
-  }
+  ~WandBLogger() override { close(); }
 
   void log_config(const ft::ConfigNode& root) override {
     const JsonItems config = ft_loggers::config_items_as_json(root);
@@ -106,8 +100,15 @@ class WandBLogger final : public ft::MetricLogger {
     log_->flush();
   }
 
-  // Called from the recipe's guard while an exception unwinds: the run failed.
-  void close() override { close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0); }
+  // The recipe calls close() from a guard's destructor, also while an exception unwinds (the
+  // run failed), so it reports write errors in the log rather than throwing.
+  void close() override {
+    try {
+      close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0);
+    } catch (const std::exception& e) {
+      ft::log::error("WandBLogger: closing failed: {}", e.what());
+    }
+  }
 
   void close_with_exit_code(int exit_code) override {
     if (!log_) return;
