@@ -43,7 +43,23 @@ std::uint64_t total_bytes(const std::vector<ft::NamedTensor>& tensors) {
   return n;
 }
 
+// An exception thrown inside a plugin refers to that plugin's code (its inline destructor), and
+// the plugin may be unloaded before main() is done with it: errors out of the checkpointer and
+// optimizer are rethrown as the host's own.
+template <class Fn>
+void with_host_errors(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ft::Error& e) {
+    throw ft::Error(e.what());
+  }
+}
+
 }  // namespace
+
+void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point) {
+  with_host_errors([&] { checkpointer.load_model_from(model, point.dir); });
+}
 
 CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const std::string& output_dir) {
   CheckpointSettings s;
@@ -197,7 +213,7 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   world_->barrier();  // the staging directory exists for every rank
 
   if (!s_.async) {
-    write(snap);
+    with_host_errors([&] { write(snap); });
     world_->barrier();  // no rank trains on before the checkpoint is complete
     if (rank == 0) ft::log::info("checkpoint: {}: training blocked {:.2f} s", tag, seconds_since(entered));
     return;
@@ -211,7 +227,7 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   background_error_ = nullptr;
   background_ = std::thread([this, snap = std::move(snap)] {
     try {
-      write(snap);
+      with_host_errors([&] { write(snap); });
     } catch (const std::exception& e) {
       ft::log::error("checkpoint: background save of {} failed: {}", snap.tag, e.what());
       background_error_ = std::current_exception();
@@ -297,6 +313,10 @@ void CheckpointManager::commit(const Snapshot& snap) {
 }
 
 void CheckpointManager::restore(const ResumePoint& point) {
+  with_host_errors([&] { restore_state(point); });
+}
+
+void CheckpointManager::restore_state(const ResumePoint& point) {
   const RecipeStateManifest& m = point.manifest;
   const int rank = world_->rank();
   const bool sharded = parts_.parallelism->shards_optimizer_state();

@@ -52,6 +52,9 @@ std::optional<ResumePoint> find_resume_point(const CheckpointSettings& settings)
 // gradient_accumulation_steps would change what the saved data position means and is an error.
 void adopt_checkpoint_settings(TrainingSettings& s, const ResumePoint& point);
 
+// The checkpoint's weights into `model`, with the checkpointer's checks; errors name the file.
+void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point);
+
 class CheckpointManager {
  public:
   struct Parts {
@@ -87,6 +90,7 @@ class CheckpointManager {
 
  private:
   struct Snapshot;
+  void restore_state(const ResumePoint& point);
   void write(const Snapshot& snapshot);
   void commit(const Snapshot& snapshot);
 

@@ -126,7 +126,7 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   if (resume) {
     check_resumable(resume->manifest, resume->manifest_path, model_parameters, env.world_size,
                     c.parallelism->data_parallel_size());
-    c.checkpointer->load_model_from(*c.model, resume->dir);
+    load_resumed_model(*c.checkpointer, *c.model, *resume);
   }
   const bool loaded = resume || c.checkpointer->load_model(*c.model);
   const std::int64_t num_parameters = count_parameters(c.model->module().parameters());
