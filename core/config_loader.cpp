@@ -176,9 +176,10 @@ struct Interpolator {
         else walk(v, child);
       }
     } else if (auto* a = node.as_array()) {
-      // Array items have no dotted path of their own; their references splice in as text.
+      // Array items are addressed by index ("dataset.1.source", as ConfigDocument::find reads
+      // it); string items' references splice in as text.
       for (std::size_t i = 0; i < a->size(); ++i) {
-        const std::string item_path = path + "[" + std::to_string(i) + "]";
+        const std::string item_path = path + "." + std::to_string(i);
         toml::node& item = *a->get(i);
         if (auto s = item.value_exact<std::string>()) {
           if (s->find("${") != std::string::npos) a->replace(a->begin() + static_cast<std::ptrdiff_t>(i), splice(*s, item_path));

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -51,5 +52,40 @@ INSTANTIATE_TEST_SUITE_P(Golden, GoldenTrajectory, ::testing::ValuesIn(all_cases
   std::string loss = info.param.loss.substr(info.param.loss.rfind('.') + 1);
   return info.param.name + "_" + loss;
 });
+
+}  // namespace
+
+namespace {
+
+using namespace fttest::golden;
+
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// `[[dataset]]` concatenates (torchtune's ConcatDataset) and `[[metric_logger]]` fans out: the
+// case's data listed twice reads the first copy first, so the first 40 samples — all the case
+// consumes — and the trajectory are unchanged, and both loggers record it.
+TEST(RecipeLists, ConcatenatedDatasetsAndSeveralLoggers) {
+  const std::string out = fttest::temp_dir();
+  std::string toml = config_for("llama3_untied_ga2", "torchtune.modules.loss.CEWithChunkedOutputLoss", out);
+  const std::string source = golden_dir() + "/fixtures/llama3_untied/data.jsonl";
+  toml = replace_once(toml, "[dataset]\n", "[[dataset]]\n");
+  toml = replace_once(toml, "[metric_logger]\n",
+                      "[[dataset]]\n_component_ = \"fthost.datasets.tokenized_jsonl\"\nsource = \"" + source +
+                          "\"\n\n[[metric_logger]]\n_component_ = \"torchtune.training.metric_logging.DiskLogger\"\n"
+                          "log_dir = \"" + out + "/logs2\"\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n\n"
+                          "[[metric_logger]]\n");
+  const auto r = fttest::run_fthost("--config " + fttest::write_temp("run.toml", toml));
+  ASSERT_EQ(r.exit_code, 0) << r.output << "\n" << toml;
+  std::ifstream data(source);
+  const auto lines = std::count(std::istreambuf_iterator<char>(data), {}, '\n');
+  EXPECT_NE(r.output.find(std::to_string(2 * lines) + " samples"), std::string::npos) << r.output;
+  expect_matches_golden("llama3_untied_ga2", out, r.output);
+  EXPECT_EQ(fttest::read_file(out + "/logs/metrics.jsonl"), fttest::read_file(out + "/logs2/metrics.jsonl"));
+}
 
 }  // namespace
