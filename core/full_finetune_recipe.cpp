@@ -48,7 +48,7 @@ double seconds_since(Clock::time_point start) {
 // Members are destroyed in reverse order: the strategy (which holds hooks in the model) before
 // the model.
 struct Components {
-  std::shared_ptr<ft::MetricLogger> logger;  // rank 0 only
+  std::shared_ptr<ft::MetricLogger> logger;
   std::shared_ptr<ft::Model> model;
   std::shared_ptr<ft::Parallelism> parallelism;
   std::shared_ptr<ft::Checkpointer> checkpointer;
@@ -110,7 +110,9 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   ProcessGroups groups = env.world_size > 1 ? connect_process_groups(env, timeout) : single_process_groups();
   c.parallelism = registry.instantiate<ft::Parallelism>(
       root.table("parallelism"), {groups.world, groups.new_group, env.local_rank, env.local_world_size, s.device});
-  if (is_rank_zero) {
+  {
+    // Every rank gets its loggers: each logger decides where it writes (torchtune's write from
+    // rank 0 only; WandB's log_strategy can choose every node or rank).
     std::vector<std::shared_ptr<ft::MetricLogger>> loggers;
     for (const auto& table : root.table_list("metric_logger"))
       loggers.push_back(registry.instantiate<ft::MetricLogger>(table, {env.rank, env.local_rank, env.world_size}));
@@ -294,6 +296,10 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   if (progress) progress->finish();
   checkpoints.wait();
   groups.world->barrier();  // no rank reports success before rank 0's last save is complete
+  if (is_rank_zero)
+    ft::log::info("done: {} optimizer steps in {:.1f} s; checkpoints (Hugging Face layout) in {}/epoch_N; "
+                  "effective config in {}/config.effective.toml",
+                  global_step, seconds_since(init_start), s.output_dir, s.output_dir);
   return 0;
 }
 

@@ -67,10 +67,11 @@ void register_components(ft::Registry& reg) {
       .optional("filename", ValueType::String, "", "file name (default log_<unix time>.txt or .jsonl)")
       .optional("output_fmt", ValueType::String, "\"txt\"", "txt (torchtune's format) or jsonl");
   reg.add<ft::MetricLogger>("torchtune.training.metric_logging.DiskLogger", s, "metrics to a text or JSONL file",
-                            [](const ft::ConfigNode& cfg, ft::MetricLogger::Args) {
+                            [](const ft::ConfigNode& cfg, ft::MetricLogger::Args args) -> std::unique_ptr<ft::MetricLogger> {
                               const auto fmt_name = cfg.get<std::string>("output_fmt");
                               if (fmt_name != "txt" && fmt_name != "jsonl")
                                 cfg.fail("output_fmt", "expected \"txt\" or \"jsonl\", got \"" + fmt_name + "\"");
+                              if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();
                               const auto dir = cfg.get<std::string>("log_dir");
                               boost::filesystem::create_directories(dir);
                               auto name = cfg.get<std::string>(

@@ -38,4 +38,11 @@ class MetricLogger {
   virtual void close_with_exit_code(int /*exit_code*/) { close(); }
 };
 
+// What a logger that writes from rank 0 only (torchtune's loggers) returns on the other ranks.
+class NoOpMetricLogger final : public MetricLogger {
+ public:
+  void log(const std::string&, double, std::int64_t) override {}
+  void log_dict(const Metrics&, std::int64_t) override {}
+};
+
 }  // namespace ft
