@@ -11,10 +11,11 @@ cmake --build "$work/acme" > "$work/build.log"
 fthost="$work/prefix/bin/fthost"
 "$fthost" ls metric_logger --plugin-dir "$work/acme/plugins" | grep -q "acme.loggers.CsvLogger"
 "$fthost" --plugin-dir "$work/acme/plugins" --config "$source_dir/configs/tiny_demo.toml" \
-  output_dir="$work/run" max_steps_per_epoch=10 log_every_n_steps=5 \
-  'metric_logger._component_="acme.loggers.CsvLogger"' '~metric_logger.log_dir' '~metric_logger.output_fmt' \
+  output_dir="$work/run" epochs=2 max_steps_per_epoch=10 log_every_n_steps=5 \
+  dataset.source="$source_dir/configs/demo/sort_tokens.jsonl" \
+  'metric_logger._component_="acme.loggers.CsvLogger"' \
   metric_logger.path="$work/metrics.csv" > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
-head -1 "$work/metrics.csv" | grep -qx "step,loss,lr"
+head -1 "$work/metrics.csv" | grep -q "^step,loss,lr,tokens_per_second_per_gpu"
 rows=$(($(wc -l < "$work/metrics.csv") - 1))
 [[ $rows -eq 4 ]] || { echo "expected 4 metric rows, got $rows"; cat "$work/metrics.csv"; exit 1; }
 echo "out-of-tree plugin: built against the installed SDK, loaded, logged $rows rows"

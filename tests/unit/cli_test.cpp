@@ -113,7 +113,7 @@ TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
   const std::string dir = fttest::temp_dir();
   auto r = run("--config " + kDemo + " output_dir=" + dir +
                " dataset.source=" + FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl" +
-               " max_steps_per_epoch=20 log_every_n_steps=10 metric_logger._component_=" +
+               " epochs=2 max_steps_per_epoch=20 log_every_n_steps=10 metric_logger._component_=" +
                "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' metric_logger.output_fmt=jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string text = fttest::read_file(dir + "/config.effective.toml");

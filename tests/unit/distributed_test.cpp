@@ -99,8 +99,9 @@ TEST(Distributed, TorchrunStyleEnvironment) {
   for (int rank = 0; rank < 2; ++rank)
     cmd += "RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
            " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + FTHOST_BINARY +
-           " --config " + config + " > " + out + "/rank" + std::to_string(rank) + ".log 2>&1 & ";
-  cmd += "wait %1; a=$?; wait %2; b=$?; exit $((a + b))";
+           " --config " + config + " > " + out + "/rank" + std::to_string(rank) + ".log 2>&1 & p" + std::to_string(rank) + "=$!; ";
+  // By pid: bash keeps a finished child's status for `wait $pid`, not always for `wait %job`.
+  cmd += "wait $p0; a=$?; wait $p1; b=$?; exit $((a + b))";
   const int status = std::system(("bash -c '" + cmd + "'").c_str());
   const std::string log0 = fttest::read_file(out + "/rank0.log");
   ASSERT_EQ(WEXITSTATUS(status), 0) << log0 << fttest::read_file(out + "/rank1.log");
