@@ -15,7 +15,9 @@
 
 #include <cstdint>
 
-#define FT_ABI_MAJOR 1
+// Major 2: the model, loss, data, checkpointer, parallelism and profiler interfaces, and the
+// Sample / MetricLogger::Args layouts, joined or changed after 1.0; a 1.x plugin would crash.
+#define FT_ABI_MAJOR 2
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
