@@ -70,7 +70,7 @@ def main() -> None:
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     print(f"median of {a.repeats} run(s) each; {os.cpu_count()} cores")
     if a.only in (None, "demo"):
-        scenario("demo (tiny llama, 2 threads)", ROOT / "configs" / "tiny_demo.toml", [], passive, a.repeats)
+        scenario("demo (tiny llama, its config: 1 thread)", ROOT / "configs" / "tiny_demo.toml", [], passive, a.repeats)
     if a.only in (None, "125m", "threads", "distributed"):
         data = pathlib.Path(tempfile.mkdtemp(prefix="fthost-bench-data-")) / "random_tokens.jsonl"
         random_token_data(data, samples=64, seq_len=256, vocab=32000)
