@@ -76,18 +76,10 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
   void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
-  double clip_grad_norm(double max_norm) override {
-    // Gradients are identical on every rank after the all-reduce.
-    const double norm = std::sqrt(ft::gradient_norm_squared(params_));
-    ft::clip_gradients(params_, norm, max_norm);
-    return norm;
-  }
+  // Gradients are identical on every rank after the all-reduce: the local norm is the norm.
+  double clip_grad_norm(double max_norm) override { return ft::clip_grad_norm(params_, max_norm); }
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
-  std::int64_t local_parameter_bytes() const override {
-    std::int64_t bytes = 0;
-    for (const auto& p : params_) bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
-    return bytes;
-  }
+  std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
 
  private:
   struct Bucket {

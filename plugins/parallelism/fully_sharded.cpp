@@ -165,11 +165,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
 
   bool shards_optimizer_state() const override { return true; }
 
-  std::int64_t local_parameter_bytes() const override {
-    std::int64_t bytes = 0;
-    for (const auto& u : units_) bytes += u.shard.numel() * static_cast<std::int64_t>(u.shard.element_size());
-    return bytes;
-  }
+  std::int64_t local_parameter_bytes() const override { return total_bytes(shards_); }
 
  private:
   void gather(std::size_t index) {

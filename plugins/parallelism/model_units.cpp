@@ -30,4 +30,10 @@ std::int64_t total_numel(const std::vector<at::Tensor>& tensors) {
   return n;
 }
 
+std::int64_t total_bytes(const std::vector<at::Tensor>& tensors) {
+  std::int64_t bytes = 0;
+  for (const auto& t : tensors) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
+  return bytes;
+}
+
 }  // namespace ft_parallelism

@@ -20,5 +20,6 @@ struct ParameterGroup {
 std::vector<ParameterGroup> group_parameters(ft::Model& model);
 
 std::int64_t total_numel(const std::vector<at::Tensor>& tensors);
+std::int64_t total_bytes(const std::vector<at::Tensor>& tensors);
 
 }  // namespace ft_parallelism

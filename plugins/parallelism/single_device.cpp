@@ -1,4 +1,5 @@
 // fthost.parallelism.single: one rank, nothing to communicate.
+#include "model_units.h"
 #include "parallelism_components.h"
 
 #include <ft/gradient_math.h>
@@ -23,17 +24,9 @@ class SingleDevice final : public ft::Parallelism {
   void end_micro_batch() override {}
   void all_reduce_sum(at::Tensor&) override {}
   void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
-  double clip_grad_norm(double max_norm) override {
-    const double norm = std::sqrt(ft::gradient_norm_squared(params_));
-    ft::clip_gradients(params_, norm, max_norm);
-    return norm;
-  }
+  double clip_grad_norm(double max_norm) override { return ft::clip_grad_norm(params_, max_norm); }
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
-  std::int64_t local_parameter_bytes() const override {
-    std::int64_t bytes = 0;
-    for (const auto& p : params_) bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
-    return bytes;
-  }
+  std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
 
  private:
   std::vector<at::Tensor> params_;

@@ -33,4 +33,10 @@ void clip_gradients(const std::vector<at::Tensor>& tensors, double total_norm, d
   }
 }
 
+double clip_grad_norm(const std::vector<at::Tensor>& tensors, double max_norm) {
+  const double norm = std::sqrt(gradient_norm_squared(tensors));
+  clip_gradients(tensors, norm, max_norm);
+  return norm;
+}
+
 }  // namespace ft

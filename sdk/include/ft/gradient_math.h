@@ -20,4 +20,8 @@ FT_API double gradient_norm_squared(const std::vector<at::Tensor>& tensors);
 // When `max_norm` is finite: grad *= max_norm / (total_norm + 1e-6) if that factor is < 1.
 FT_API void clip_gradients(const std::vector<at::Tensor>& tensors, double total_norm, double max_norm);
 
+// Both steps for gradients that are whole on this rank (one rank, or replicated): returns the
+// norm before clipping.
+FT_API double clip_grad_norm(const std::vector<at::Tensor>& tensors, double max_norm);
+
 }  // namespace ft
