@@ -23,24 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ft_checkpointers::SafetensorsFile;
-
-// A fresh directory, removed with its contents at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "fthost-safetensors-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using fttest::TempDir;
 
 std::string fixture(const std::string& name) { return fttest::fixtures_dir() + "/golden/fixtures/" + name; }
 

@@ -5,6 +5,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -69,5 +70,25 @@ inline CommandResult run_fthost(const std::string& args) {
 inline std::string temp_dir() {
   return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string();
 }
+
+// A fresh directory, removed with its contents at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (boost::filesystem::temp_directory_path() / "fthost-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    boost::system::error_code ec;
+    boost::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& str() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace fttest
