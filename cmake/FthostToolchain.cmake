@@ -1,13 +1,12 @@
 # Build-speed helpers: ccache and a fast linker when the machine has them.
 find_program(FTHOST_CCACHE ccache)
 if(FTHOST_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  # PCH and ccache cooperate only when ccache ignores the PCH's mtime and defines.
+  # CCACHE_BASEDIR makes paths inside the checkout relative, so two clones of the project on
+  # one machine (a developer's and CI's) share cache hits.
   set(CMAKE_CXX_COMPILER_LAUNCHER "${CMAKE_COMMAND}" -E env
-      "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
-      "${FTHOST_CCACHE}")
+      "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" "${FTHOST_CCACHE}")
   message(STATUS "fthost: using ccache ${FTHOST_CCACHE}")
 endif()
-
 foreach(linker mold lld)
   find_program(FTHOST_LINKER_${linker} "ld.${linker}")
   if(FTHOST_LINKER_${linker})

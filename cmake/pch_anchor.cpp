@@ -1,1 +1,0 @@
-// Empty translation unit that owns the shared precompiled header (see FthostPch.cmake).
