@@ -5,6 +5,7 @@
 // HParams. Rank 0 only, as in torchtune. Records are flushed every flush_secs and on close.
 #include "config_values.h"
 #include "periodic_flusher.h"
+#include "run_identity.h"
 #include "tensorboard_events.h"
 #include "tfrecord_writer.h"
 
@@ -27,16 +28,8 @@
 namespace {
 
 using ft::ValueType;
-
-double unix_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
+using ft_loggers::host_name;
+using ft_loggers::unix_time;
 
 // SummaryWriter's name: events.out.tfevents.<10-digit unix time>.<host>.<pid>.<n>.
 std::string event_file_name() {

@@ -6,6 +6,7 @@
 // logged step, then summary, exit (the run's exit code) and final. Online mode needs HTTP and
 // an API key and is a follow-up.
 #include "config_values.h"
+#include "run_identity.h"
 #include "wandb_records.h"
 #include "wandb_transaction_log.h"
 
@@ -17,9 +18,7 @@
 #include <boost/filesystem.hpp>
 #include <fmt/format.h>
 
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <exception>
@@ -31,16 +30,8 @@ namespace {
 
 using ft::ValueType;
 using ft_loggers::JsonItems;
-
-double unix_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
+using ft_loggers::host_name;
+using ft_loggers::unix_time;
 
 // wandb's run ids: 8 characters of [a-z0-9].
 std::string new_run_id() {
