@@ -40,7 +40,9 @@ ft::ConfigNode table(const std::string& name, const std::string& toml) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string fixtures = argc > 1 ? argv[1] : (std::getenv("FT_FIXTURES") ? std::getenv("FT_FIXTURES") : std::string(FT_SOURCE_DIR) + "/../shared/fixtures");
+  std::string fixtures = argc > 1 ? argv[1]
+                                  : (std::getenv("FT_FIXTURES") ? std::getenv("FT_FIXTURES")
+                                                                : std::string(FT_SOURCE_DIR) + "/../shared/fixtures");
   fthost::PluginLoader loader;
   loader.load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
   const std::string text = read(fixtures + "/data/tinyshakespeare.txt");
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
 
   // Packing: 10,000 Alpaca records.
   const std::string alpaca = read(fixtures + "/data/alpaca_tiny.json");
-  auto data_path = boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("fthost-bench-%%%%%%.jsonl");
+  auto data_path =
+      boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("fthost-bench-%%%%%%.jsonl");
   {
     std::ofstream out(data_path.string());
     std::string body = alpaca.substr(alpaca.find('[') + 1, alpaca.rfind(']') - alpaca.find('[') - 1);
@@ -92,15 +95,15 @@ int main(int argc, char** argv) {
     out << "]";
   }
   auto tok = loader.registry().instantiate<ft::Tokenizer>(
-      table("tokenizer", "[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = \"" + fixtures +
-                             "/tokenizers/llama3/tokenizer.json\"\nmax_seq_len = 2048\n"));
+      table("tokenizer", "[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = \"" +
+                             fixtures + "/tokenizers/llama3/tokenizer.json\"\nmax_seq_len = 2048\n"));
   auto t0 = Clock::now();
   auto packed = loader.registry().instantiate<ft::Dataset>(
-      table("dataset", "[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\nsource = \"" + data_path.string() +
-                           "\"\npacked = true\n"),
+      table("dataset", "[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\nsource = \"" +
+                           data_path.string() + "\"\npacked = true\n"),
       {tok});
   const double pack_s = since(t0);
-  std::cout << "packing: 10000 Alpaca samples into " << packed->size() << " packs of 2048 in " << pack_s << " s: "
-            << 10000 / pack_s << " samples/s (load, tokenize and pack)\n";
+  std::cout << "packing: 10000 Alpaca samples into " << packed->size() << " packs of 2048 in " << pack_s
+            << " s: " << 10000 / pack_s << " samples/s (load, tokenize and pack)\n";
   boost::filesystem::remove(data_path);
 }

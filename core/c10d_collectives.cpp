@@ -94,7 +94,8 @@ class C10dCollectives final : public ft::Collectives {
 
   class Pending final : public ft::PendingCollective {
    public:
-    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner) : work_(std::move(work)), owner_(owner) {}
+    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner)
+        : work_(std::move(work)), owner_(owner) {}
     void wait() override {
       owner_->guarded("all_reduce", [&] { work_->wait(); });
     }
@@ -118,7 +119,8 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const DistributedEnvironm
 }
 
 c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
+                                                  const DistributedEnvironment& env,
+                                                  std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(gloo_device(env));
   options->threads = 2;
@@ -169,7 +171,8 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
   } catch (const std::exception& e) {
     throw ft::Error("rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
                     std::to_string(env.master_port) + " failed within " + std::to_string(timeout.count() / 1000) +
-                    " s (are all " + std::to_string(env.world_size) + " ranks started? is the port free?): " + e.what());
+                    " s (are all " + std::to_string(env.world_size) +
+                    " ranks started? is the port free?): " + e.what());
   }
   ProcessGroups groups;
   auto world_store = c10::make_intrusive<c10d::PrefixStore>("world", store);

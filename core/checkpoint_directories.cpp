@@ -88,8 +88,8 @@ void write_text_durably(const std::string& path, const std::string& text) {
     const int err = errno;
     throw ft::Error(tmp + ": cannot create: " + errno_text(err));
   }
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-                       ::fsync(::fileno(f)) == 0;
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   const int err = errno;
   if (std::fclose(f) != 0 || !written) {
     ::unlink(tmp.c_str());
@@ -128,7 +128,8 @@ void install_checkpoint(const std::string& staging, const std::string& final_dir
 
 void delete_checkpoint(const std::string& dir) {
   const fs::path path(dir);
-  const fs::path hidden = path.parent_path() / ("." + path.filename().string() + ".deleting-" + std::to_string(::getpid()));
+  const fs::path hidden =
+      path.parent_path() / ("." + path.filename().string() + ".deleting-" + std::to_string(::getpid()));
   fs::remove_all(hidden);
   fs::rename(path, hidden);
   fsync_path(path.parent_path().string());

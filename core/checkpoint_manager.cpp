@@ -33,7 +33,8 @@ std::vector<ft::NamedTensor> cpu_copies(const std::vector<ft::NamedTensor>& tens
   std::vector<ft::NamedTensor> out;
   out.reserve(tensors.size());
   for (const auto& t : tensors)
-    out.push_back({t.name, t.tensor.detach().to(at::kCPU, t.tensor.scalar_type(), /*non_blocking=*/false, /*copy=*/true)});
+    out.push_back(
+        {t.name, t.tensor.detach().to(at::kCPU, t.tensor.scalar_type(), /*non_blocking=*/false, /*copy=*/true)});
   return out;
 }
 
@@ -91,13 +92,15 @@ CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const st
       } catch (const ft::ConfigError&) {
         root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
       }
-      if (path.empty()) root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
+      if (path.empty())
+        root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
       s.resume = CheckpointSettings::Resume::Path;
       s.resume_path = path;
     }
   }
   s.async = root.get<bool>("enable_async_checkpointing", false);
-  s.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s", 300.0) * 1000));
+  s.timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s", 300.0) * 1000));
   return s;
 }
 
@@ -129,7 +132,8 @@ void adopt_checkpoint_settings(TrainingSettings& s, const ResumePoint& point) {
   const TrainingProgress& p = point.manifest.progress;
   const std::string& from = point.manifest_path;
   if (p.seed != s.seed) {
-    ft::log::warn("resume: config seed {} differs from the checkpoint's {}; using the checkpoint's ({})", s.seed, p.seed, from);
+    ft::log::warn("resume: config seed {} differs from the checkpoint's {}; using the checkpoint's ({})", s.seed,
+                  p.seed, from);
     s.seed = p.seed;
   }
   if (p.max_steps_per_epoch != s.max_steps_per_epoch) {
@@ -139,12 +143,13 @@ void adopt_checkpoint_settings(TrainingSettings& s, const ResumePoint& point) {
     s.max_steps_per_epoch = p.max_steps_per_epoch;
   }
   if (p.total_epochs != s.epochs)
-    ft::log::warn("resume: config epochs {} differs from the checkpoint's total_epochs {}; using the config's", s.epochs,
-                  p.total_epochs);
+    ft::log::warn("resume: config epochs {} differs from the checkpoint's total_epochs {}; using the config's",
+                  s.epochs, p.total_epochs);
   if (p.batch_size != s.batch_size || p.gradient_accumulation_steps != s.gradient_accumulation_steps)
-    throw ft::Error(from + ": saved with batch_size " + std::to_string(p.batch_size) + " and gradient_accumulation_steps " +
-                    std::to_string(p.gradient_accumulation_steps) + ", the config has " + std::to_string(s.batch_size) +
-                    " and " + std::to_string(s.gradient_accumulation_steps) +
+    throw ft::Error(from + ": saved with batch_size " + std::to_string(p.batch_size) +
+                    " and gradient_accumulation_steps " + std::to_string(p.gradient_accumulation_steps) +
+                    ", the config has " + std::to_string(s.batch_size) + " and " +
+                    std::to_string(s.gradient_accumulation_steps) +
                     "; the saved data position only means the same micro-batches with the same values");
 }
 
@@ -219,10 +224,11 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
     return;
   }
   if (rank == 0)
-    ft::log::info("checkpoint: {}: training blocked {:.2f} s (waiting for the previous save {:.2f} s, copying {:.2f} s); "
-                  "writing it in the background",
-                  tag, seconds_since(entered), std::chrono::duration<double>(snap.started - entered).count(),
-                  seconds_since(snap.started));
+    ft::log::info(
+        "checkpoint: {}: training blocked {:.2f} s (waiting for the previous save {:.2f} s, copying {:.2f} s); "
+        "writing it in the background",
+        tag, seconds_since(entered), std::chrono::duration<double>(snap.started - entered).count(),
+        seconds_since(snap.started));
   background_tag_ = tag;
   background_error_ = nullptr;
   background_ = std::thread([this, snap = std::move(snap)] {
@@ -249,8 +255,9 @@ void CheckpointManager::wait() {
 
 void CheckpointManager::write(const Snapshot& snap) {
   if (snap.sharded || snap.rank == 0)
-    parts_.checkpointer->write_tensors((fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(),
-                                       snap.optimizer, {{"format", "pt"}});
+    parts_.checkpointer->write_tensors(
+        (fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(), snap.optimizer,
+        {{"format", "pt"}});
   if (snap.rank == 0) {
     commit(snap);
   } else if (snap.sharded) {
@@ -261,7 +268,8 @@ void CheckpointManager::write(const Snapshot& snap) {
 void CheckpointManager::commit(const Snapshot& snap) {
   const fs::path staging(snap.staging);
   parts_.checkpointer->write_model_files(snap.model, *parts_.model, snap.staging);
-  parts_.checkpointer->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}}, {});
+  parts_.checkpointer->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}},
+                                     {});
 
   // All ranks agree the checkpoint is complete: each one's optimizer file is durable before
   // its marker appears.
@@ -272,7 +280,8 @@ void CheckpointManager::commit(const Snapshot& snap) {
       while (!fs::exists(marker)) {
         if (Clock::now() > deadline)
           throw ft::Error("checkpoint " + snap.tag + ": rank " + std::to_string(r) + " did not finish writing " +
-                          (staging / optimizer_file_name(r, snap.world_size)).string() + " within distributed_timeout_s");
+                          (staging / optimizer_file_name(r, snap.world_size)).string() +
+                          " within distributed_timeout_s");
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       fs::remove(marker);
@@ -282,7 +291,8 @@ void CheckpointManager::commit(const Snapshot& snap) {
   RecipeStateManifest m;
   m.progress = snap.progress;
   m.optimizer_sharded = snap.sharded;
-  for (int r = 0; r < (snap.sharded ? snap.world_size : 1); ++r) m.optimizer_files.push_back(optimizer_file_name(r, snap.world_size));
+  for (int r = 0; r < (snap.sharded ? snap.world_size : 1); ++r)
+    m.optimizer_files.push_back(optimizer_file_name(r, snap.world_size));
   m.rng_file = std::string(kRecipeStateDir) + "/" + kRngFileName;
   m.model_dtype = dtype_name(snap.model_dtype);
   m.model_parameters = model_parameters_;

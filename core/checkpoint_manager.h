@@ -25,7 +25,7 @@
 namespace fthost {
 
 struct CheckpointSettings {
-  std::string dir;  // where checkpoints go: the checkpointer's output_dir
+  std::string dir;                      // where checkpoints go: the checkpointer's output_dir
   std::int64_t save_every_n_steps = 0;  // 0: at the end of each epoch only
   std::int64_t keep_last_n = 0;         // 0: keep all
   enum class Resume { No, Newest, Path } resume = Resume::No;

@@ -35,7 +35,8 @@ std::vector<std::string> config_plugin_paths(const ft::ConfigNode& root) {
 
 PluginLoader load_plugins(const Invocation& inv, const ft::ConfigNode* root) {
   PluginLoader loader;
-  loader.load_all(PluginLoader::search_paths(inv.plugin_dirs, root ? config_plugin_paths(*root) : std::vector<std::string>{}));
+  loader.load_all(
+      PluginLoader::search_paths(inv.plugin_dirs, root ? config_plugin_paths(*root) : std::vector<std::string>{}));
   return loader;
 }
 
@@ -62,8 +63,8 @@ int cmd_ls(const Invocation& inv) {
       if (!c->summary.empty()) std::cout << "      " << c->summary << "\n";
       for (const auto& key : c->schema.keys()) {
         std::string def = key.required ? "required" : key.default_toml.empty() ? "optional" : "= " + key.default_toml;
-        std::cout << "      " << std::left << std::setw(28) << key.name << std::setw(8)
-                  << ft::value_type_name(key.type) << std::setw(22) << def << key.help << "\n";
+        std::cout << "      " << std::left << std::setw(28) << key.name << std::setw(8) << ft::value_type_name(key.type)
+                  << std::setw(22) << def << key.help << "\n";
       }
     }
   }
@@ -73,7 +74,8 @@ int cmd_ls(const Invocation& inv) {
 int cmd_plugins(const Invocation& inv) {
   PluginLoader loader = load_plugins(inv, nullptr);
   for (const auto& p : loader.plugins()) {
-    std::cout << p.name << " " << p.version << "  (ABI " << p.abi_major << "." << p.abi_minor << ")\n  " << p.path << "\n";
+    std::cout << p.name << " " << p.version << "  (ABI " << p.abi_major << "." << p.abi_minor << ")\n  " << p.path
+              << "\n";
     for (const auto& c : p.components) std::cout << "    " << c << "\n";
   }
   for (const auto& w : loader.warnings()) std::cout << "warning: " << w << "\n";
@@ -114,8 +116,10 @@ void translate_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::Confi
       overrides.push_back("parallelism.custom_sharded_layers=" + toml_text(*value));
   }
   apply_overrides(doc, overrides);
-  if (env.rank == 0) ft::log::info("parallelism: {} ranks and no [parallelism] table: sharding with fthost.parallelism.fsdp, as torchtune does",
-                env.world_size);
+  if (env.rank == 0)
+    ft::log::info(
+        "parallelism: {} ranks and no [parallelism] table: sharding with fthost.parallelism.fsdp, as torchtune does",
+        env.world_size);
 }
 
 // torchtune names the collate function with a top-level `collate_fn = "dotted.name"`; fthost

@@ -13,7 +13,8 @@ ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<ft::Dataset>> parts) : 
 
 ft::Sample ConcatDataset::get(std::size_t index) const {
   if (index >= size())
-    throw ft::Error("ConcatDataset: index " + std::to_string(index) + " out of range (" + std::to_string(size()) + " samples)");
+    throw ft::Error("ConcatDataset: index " + std::to_string(index) + " out of range (" + std::to_string(size()) +
+                    " samples)");
   const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), index);
   const auto part = static_cast<std::size_t>(it - offsets_.begin()) - 1;
   return parts_[part]->get(index - offsets_[part]);

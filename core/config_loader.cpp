@@ -122,7 +122,8 @@ struct Interpolator {
   const toml::node& target(const std::string& ref, const std::string& referrer) {
     toml::node* n = doc.find(ref);
     if (!n) fail(referrer, "${" + ref + "}: no key '" + ref + "' in the config");
-    if (n->is_table() || n->is_array()) fail(referrer, "${" + ref + "} names a table or array; only values interpolate");
+    if (n->is_table() || n->is_array())
+      fail(referrer, "${" + ref + "} names a table or array; only values interpolate");
     if (n->is_string()) resolve_in_table(ref);
     return *doc.find(ref);
   }
@@ -157,7 +158,9 @@ struct Interpolator {
     if (whole) {
       // Copy first: assigning replaces the node `target` refers to only when they coincide (a cycle, caught above).
       std::unique_ptr<toml::node> value;
-      target(text.substr(2, text.size() - 3), path).visit([&](auto&& v) { value = std::make_unique<std::decay_t<decltype(v)>>(v); });
+      target(text.substr(2, text.size() - 3), path).visit([&](auto&& v) {
+        value = std::make_unique<std::decay_t<decltype(v)>>(v);
+      });
       parent.insert_or_assign(key, std::move(*value));
     } else {
       parent.insert_or_assign(key, splice(text, path));
@@ -172,8 +175,10 @@ struct Interpolator {
       for (const auto& k : keys) {
         const std::string child = path.empty() ? k : path + "." + k;
         toml::node& v = *t->get(k);
-        if (v.is_string()) resolve_in_table(child);
-        else walk(v, child);
+        if (v.is_string())
+          resolve_in_table(child);
+        else
+          walk(v, child);
       }
     } else if (auto* a = node.as_array()) {
       // Array items are addressed by index ("dataset.1.source", as ConfigDocument::find reads
@@ -182,7 +187,8 @@ struct Interpolator {
         const std::string item_path = path + "." + std::to_string(i);
         toml::node& item = *a->get(i);
         if (auto s = item.value_exact<std::string>()) {
-          if (s->find("${") != std::string::npos) a->replace(a->begin() + static_cast<std::ptrdiff_t>(i), splice(*s, item_path));
+          if (s->find("${") != std::string::npos)
+            a->replace(a->begin() + static_cast<std::ptrdiff_t>(i), splice(*s, item_path));
         } else {
           walk(item, item_path);
         }

@@ -36,16 +36,15 @@ int first_task_count(const std::string& spec) {
 }
 
 void check_consistent(const DistributedEnvironment& env) {
-  auto fail = [&](const std::string& what) {
-    throw ft::Error("environment (" + env.launcher + "): " + what);
-  };
+  auto fail = [&](const std::string& what) { throw ft::Error("environment (" + env.launcher + "): " + what); };
   if (env.world_size < 1) fail("WORLD_SIZE must be >= 1");
   if (env.rank >= env.world_size)
     fail("RANK " + std::to_string(env.rank) + " is not below WORLD_SIZE " + std::to_string(env.world_size));
   if (env.local_world_size < 1 || env.local_rank >= env.local_world_size)
     fail("LOCAL_RANK " + std::to_string(env.local_rank) + " is not below LOCAL_WORLD_SIZE " +
          std::to_string(env.local_world_size));
-  if (env.master_port < 1 || env.master_port > 65535) fail("MASTER_PORT " + std::to_string(env.master_port) + " is not a port");
+  if (env.master_port < 1 || env.master_port > 65535)
+    fail("MASTER_PORT " + std::to_string(env.master_port) + " is not a port");
 }
 
 }  // namespace

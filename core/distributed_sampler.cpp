@@ -52,7 +52,8 @@ std::vector<std::vector<std::int64_t>> batches_of(const std::vector<std::int64_t
   for (std::size_t i = 0; i < indices.size(); i += batch_size) {
     const std::size_t end = std::min(indices.size(), i + batch_size);
     if (end - i < batch_size && drop_last) break;
-    out.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(i), indices.begin() + static_cast<std::ptrdiff_t>(end));
+    out.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(i),
+                     indices.begin() + static_cast<std::ptrdiff_t>(end));
   }
   return out;
 }

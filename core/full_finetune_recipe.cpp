@@ -1,13 +1,13 @@
 #include "full_finetune_recipe.h"
 
-#include "device_support.h"
-#include "distributed_sampler.h"
-#include "metric_logger_fanout.h"
-#include "progress_line.h"
 #include "c10d_collectives.h"
 #include "checkpoint_manager.h"
 #include "concat_dataset.h"
+#include "device_support.h"
 #include "distributed_environment.h"
+#include "distributed_sampler.h"
+#include "metric_logger_fanout.h"
+#include "progress_line.h"
 #include "thread_settings.h"
 #include "training_settings.h"
 
@@ -39,9 +39,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Everything the loop needs, built in the seed's order: logger, model (+ checkpoint), tokenizer,
 // data, loss, optimizer, scheduler.
@@ -106,7 +104,8 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   const bool is_rank_zero = env.rank == 0;
 
   Components c;
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s") * 1000));
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s") * 1000));
   ProcessGroups groups = env.world_size > 1 ? connect_process_groups(env, timeout) : single_process_groups();
   c.parallelism = registry.instantiate<ft::Parallelism>(
       root.table("parallelism"), {groups.world, groups.new_group, env.local_rank, env.local_world_size, s.device});
@@ -142,7 +141,8 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
     root.fail("tokenizer", "the tokenizer has " + std::to_string(c.tokenizer->vocab_size()) +
                                " tokens but the model embeds only " + std::to_string(c.model->vocab_size()));
   std::vector<std::shared_ptr<ft::Dataset>> datasets;
-  for (const auto& table : root.table_list("dataset")) datasets.push_back(registry.instantiate<ft::Dataset>(table, {c.tokenizer}));
+  for (const auto& table : root.table_list("dataset"))
+    datasets.push_back(registry.instantiate<ft::Dataset>(table, {c.tokenizer}));
   c.dataset = datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
   c.loss = registry.instantiate<ft::Loss>(root.table("loss"));
   // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
@@ -159,18 +159,21 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   std::int64_t steps_per_epoch = micro_batches_per_epoch / s.gradient_accumulation_steps;
   if (s.max_steps_per_epoch && *s.max_steps_per_epoch < steps_per_epoch) steps_per_epoch = *s.max_steps_per_epoch;
   if (steps_per_epoch == 0)
-    root.fail("batch_size", "the dataset's " + std::to_string(c.dataset->size()) +
-                                " samples do not fill one optimizer step of batch_size x gradient_accumulation_steps x ranks = " +
-                                std::to_string(s.batch_size * s.gradient_accumulation_steps * dp_size) + " samples");
+    root.fail("batch_size",
+              "the dataset's " + std::to_string(c.dataset->size()) +
+                  " samples do not fill one optimizer step of batch_size x gradient_accumulation_steps x ranks = " +
+                  std::to_string(s.batch_size * s.gradient_accumulation_steps * dp_size) + " samples");
   const std::int64_t total_steps = s.epochs * steps_per_epoch;
   if (root.is_table("lr_scheduler"))
     c.scheduler = registry.instantiate<ft::LRScheduler>(
         root.table("lr_scheduler"),
         {c.optimizer.get(), total_steps,
-         resume ? resume->manifest.progress.lr_scheduler_last_epoch.value_or(resume->manifest.progress.steps_run) - 1 : -1});
-  CheckpointManager checkpoints(checkpoint_settings, groups.world,
-                                {c.model.get(), c.parallelism.get(), c.checkpointer.get(), c.optimizer.get(), c.scheduler.get()},
-                                model_parameters);
+         resume ? resume->manifest.progress.lr_scheduler_last_epoch.value_or(resume->manifest.progress.steps_run) - 1
+                : -1});
+  CheckpointManager checkpoints(
+      checkpoint_settings, groups.world,
+      {c.model.get(), c.parallelism.get(), c.checkpointer.get(), c.optimizer.get(), c.scheduler.get()},
+      model_parameters);
   // Where the run stands after `micro_batches_done` micro-batches of `epoch` (the recipe state of a checkpoint).
   auto position = [&](std::int64_t global_step, std::int64_t epoch, std::int64_t micro_batches_done) {
     TrainingProgress p;
@@ -229,7 +232,8 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
       const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s.device);
       // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
       num_tokens += targets.ne(ignore_index).sum().item<std::int64_t>();
-      ft::ModelInput input{batch.tokens.to(s.device), batch.input_pos.defined() ? batch.input_pos.to(s.device) : at::Tensor(),
+      ft::ModelInput input{batch.tokens.to(s.device),
+                           batch.input_pos.defined() ? batch.input_pos.to(s.device) : at::Tensor(),
                            batch.mask.defined() ? batch.mask.to(s.device) : at::Tensor()};
       c.parallelism->begin_micro_batch(ends_step);
       at::Tensor loss_sum;
@@ -244,8 +248,8 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
 
       // The step's totals over every data-parallel rank: what the gradients are normalised by
       // and what the logged loss means.
-      at::Tensor totals = at::stack({at::scalar_tensor(static_cast<double>(num_tokens), at::kDouble),
-                                     running_loss.to(at::kDouble)});
+      at::Tensor totals =
+          at::stack({at::scalar_tensor(static_cast<double>(num_tokens), at::kDouble), running_loss.to(at::kDouble)});
       c.parallelism->all_reduce_sum(totals);
       const auto step_tokens = static_cast<std::int64_t>(totals[0].item<double>());
       const double step_loss_sum = totals[1].item<double>();
@@ -270,9 +274,10 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
                          static_cast<double>(step_tokens) / seconds_since(step_start));
       if (c.logger && global_step % s.log_every_n_steps == 0) {
         const double step_seconds = seconds_since(step_start);
-        ft::Metrics metrics{{"loss", loss_to_log},
-                            {"lr", c.optimizer->lr()},
-                            {"tokens_per_second_per_gpu", static_cast<double>(step_tokens) / (step_seconds * env.world_size)}};
+        ft::Metrics metrics{
+            {"loss", loss_to_log},
+            {"lr", c.optimizer->lr()},
+            {"tokens_per_second_per_gpu", static_cast<double>(step_tokens) / (step_seconds * env.world_size)}};
         if (s.log_peak_memory_stats) {
           for (auto& m : peak_memory_stats(s.device)) metrics.push_back(std::move(m));
         }
@@ -297,9 +302,10 @@ int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root) 
   checkpoints.wait();
   groups.world->barrier();  // no rank reports success before rank 0's last save is complete
   if (is_rank_zero)
-    ft::log::info("done: {} optimizer steps in {:.1f} s; checkpoints (Hugging Face layout) in {}/epoch_N; "
-                  "effective config in {}/config.effective.toml",
-                  global_step, seconds_since(init_start), s.output_dir, s.output_dir);
+    ft::log::info(
+        "done: {} optimizer steps in {:.1f} s; checkpoints (Hugging Face layout) in {}/epoch_N; "
+        "effective config in {}/config.effective.toml",
+        global_step, seconds_since(init_start), s.output_dir, s.output_dir);
   return 0;
 }
 

@@ -43,8 +43,9 @@ int free_loopback_port() {
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                                  strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   return "stopped";
 }
 
@@ -79,7 +80,7 @@ pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& 
 int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
   if (nproc < 1) throw ft::Error("--nproc-per-node: expected at least 1, got " + std::to_string(nproc));
   const int port = free_loopback_port();
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = remember_signal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);

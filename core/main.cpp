@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
       "Options");
   visible.add_options()("help,h", "show this help")("version", "print the version and build fingerprint")(
       "config,c", po::value<std::string>(), "run configuration (TOML)")(
-      "plugin-dir", po::value<std::vector<std::string>>()->composing(), "extra plugin directory or library (repeatable)")(
-      "verbose,v", po::bool_switch(), "ls: show schemas")(
+      "plugin-dir", po::value<std::vector<std::string>>()->composing(),
+      "extra plugin directory or library (repeatable)")("verbose,v", po::bool_switch(), "ls: show schemas")(
       "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)");
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "");

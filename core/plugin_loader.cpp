@@ -138,8 +138,8 @@ void PluginLoader::load_library(const std::string& path, bool explicit_file) {
     throw PluginError(path + ": registration failed: unknown exception");
   }
 
-  LoadedPlugin loaded{path, info->name ? info->name : "", info->version ? info->version : "", info->abi_major,
-                      info->abi_minor, {}};
+  LoadedPlugin loaded{
+      path, info->name ? info->name : "", info->version ? info->version : "", info->abi_major, info->abi_minor, {}};
   for (const auto* c : staged.list()) loaded.components.push_back(c->name);
   registry_.merge(std::move(staged), path, std::shared_ptr<const void>(library, library.get()));
   plugins_.push_back(std::move(loaded));

@@ -7,27 +7,34 @@ using ft::ValueType;
 const ft::Schema& recipe_schema() {
   static const ft::Schema schema = [] {
     ft::Schema s;
-    s.optional("output_dir", ValueType::String, "\"output\"", "directory for logs, checkpoints and the effective config")
+    s.optional("output_dir", ValueType::String, "\"output\"",
+               "directory for logs, checkpoints and the effective config")
         .optional("seed", ValueType::Int, "0", "random seed: initialisation and the sampler's shuffle")
         .optional("epochs", ValueType::Int, "1", "number of epochs")
         .optional("max_steps_per_epoch", ValueType::Int, "", "stop an epoch after this many optimizer steps")
         .optional("batch_size", ValueType::Int, "4", "samples per micro-batch and rank")
         .optional("gradient_accumulation_steps", ValueType::Int, "1", "micro-batches per optimizer step")
-        .optional("clip_grad_norm", ValueType::Any, "", "clip the total gradient L2 norm to this (\"inf\": log it only)")
+        .optional("clip_grad_norm", ValueType::Any, "",
+                  "clip the total gradient L2 norm to this (\"inf\": log it only)")
         .optional("shuffle", ValueType::Bool, "true", "shuffle samples each epoch")
         .optional("device", ValueType::String, "\"cpu\"", "cpu, cuda or cuda:N")
         .optional("dtype", ValueType::String, "\"fp32\"", "fp32 or bf16")
         .optional("log_every_n_steps", ValueType::Int, "1", "log metrics every N optimizer steps")
-        .optional("log_peak_memory_stats", ValueType::Bool, "false", "log peak memory (CUDA allocator, or process RSS on CPU)")
+        .optional("log_peak_memory_stats", ValueType::Bool, "false",
+                  "log peak memory (CUDA allocator, or process RSS on CPU)")
         .optional("resume_from_checkpoint", ValueType::Any, "false",
                   "true: resume from the newest complete checkpoint in output_dir; or a checkpoint directory's path")
-        .optional("save_every_n_steps", ValueType::Int, "0", "also checkpoint every N optimizer steps as step_N (0: each epoch only)")
+        .optional("save_every_n_steps", ValueType::Int, "0",
+                  "also checkpoint every N optimizer steps as step_N (0: each epoch only)")
         .optional("keep_last_n", ValueType::Int, "0", "keep only the newest N complete checkpoints (0: all)")
         .optional("num_threads", ValueType::Int, "0", "intra-op and OpenBLAS threads (0: all cores of this rank)")
         .optional("collate_fn", ValueType::String, "", "torchtune spelling of the [collate] component")
-        .optional("optimizer_in_bwd", ValueType::Bool, "false", "fuse the optimizer step into backward (not implemented)")
-        .optional("enable_activation_checkpointing", ValueType::Bool, "false", "recompute activations (not implemented)")
-        .optional("enable_activation_offloading", ValueType::Bool, "false", "offload activations (CUDA; not implemented)")
+        .optional("optimizer_in_bwd", ValueType::Bool, "false",
+                  "fuse the optimizer step into backward (not implemented)")
+        .optional("enable_activation_checkpointing", ValueType::Bool, "false",
+                  "recompute activations (not implemented)")
+        .optional("enable_activation_offloading", ValueType::Bool, "false",
+                  "offload activations (CUDA; not implemented)")
         .optional("enable_async_checkpointing", ValueType::Bool, "false",
                   "write checkpoints in a background thread once their tensors are copied")
         .optional("compile", ValueType::Bool, "false", "torch.compile (accepted, no effect in LibTorch)")
@@ -37,7 +44,8 @@ const ft::Schema& recipe_schema() {
         .optional("data_parallel_shard_dim", ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all)")
         .optional("data_parallel_replicate_dim", ValueType::Int, "1", "replica groups (HSDP)")
         .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree")
-        .optional("distributed_timeout_s", ValueType::Float, "300", "a collective not finished after this long fails the run on every rank")
+        .optional("distributed_timeout_s", ValueType::Float, "300",
+                  "a collective not finished after this long fails the run on every rank")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
     for (ft::Kind k : ft::all_kinds()) {
       // Several datasets are concatenated and several loggers all receive the metrics.

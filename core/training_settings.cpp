@@ -27,9 +27,11 @@ std::optional<double> read_clip_grad_norm(const ft::ConfigNode& root) {
     } catch (const ft::ConfigError&) {
     }
     if (text && *text == "inf") return std::numeric_limits<double>::infinity();
-    root.fail("clip_grad_norm", "expected a positive number or \"inf\"" + (text ? ", got \"" + *text + "\"" : std::string()));
+    root.fail("clip_grad_norm",
+              "expected a positive number or \"inf\"" + (text ? ", got \"" + *text + "\"" : std::string()));
   }
-  if (!(*value > 0)) root.fail("clip_grad_norm", "expected a positive number or \"inf\", got " + std::to_string(*value));
+  if (!(*value > 0))
+    root.fail("clip_grad_norm", "expected a positive number or \"inf\", got " + std::to_string(*value));
   return value;
 }
 
@@ -64,7 +66,8 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
   const bool checkpointing = root.get<bool>("enable_activation_checkpointing", false);
   if (root.get<bool>("enable_activation_offloading", false)) {
     if (!s.device.is_cuda())
-      root.fail("enable_activation_offloading", "enable_activation_offloading should only be True when training on CUDA");
+      root.fail("enable_activation_offloading",
+                "enable_activation_offloading should only be True when training on CUDA");
     if (!checkpointing)
       root.fail("enable_activation_offloading",
                 "enable_activation_offloading should only be True when enable_activation_checkpointing is True");

@@ -88,8 +88,8 @@ std::string manifest_json(const RecipeStateManifest& m) {
                {"gradient_accumulation_steps", p.gradient_accumulation_steps}};
   j["world_size"] = p.world_size;
   j["data_parallel_size"] = p.data_parallel_size;
-  j["lr_scheduler"] = p.lr_scheduler_last_epoch ? ordered_json{{"last_epoch", *p.lr_scheduler_last_epoch}}
-                                                : ordered_json(nullptr);
+  j["lr_scheduler"] =
+      p.lr_scheduler_last_epoch ? ordered_json{{"last_epoch", *p.lr_scheduler_last_epoch}} : ordered_json(nullptr);
   j["optimizer"] = {{"sharded", m.optimizer_sharded}, {"files", m.optimizer_files}};
   j["rng"] = {{"file", m.rng_file}};
   ordered_json params = ordered_json::array();
@@ -103,7 +103,8 @@ std::string manifest_json(const RecipeStateManifest& m) {
 
 RecipeStateManifest read_manifest(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw ft::Error(path + ": cannot read the checkpoint's manifest (missing: not a complete training checkpoint)");
+  if (!in)
+    throw ft::Error(path + ": cannot read the checkpoint's manifest (missing: not a complete training checkpoint)");
   ordered_json root;
   try {
     root = ordered_json::parse(in);
@@ -132,7 +133,8 @@ RecipeStateManifest read_manifest(const std::string& path) {
   p.gradient_accumulation_steps = r.get<std::int64_t>(data, "gradient_accumulation_steps", "data");
   p.world_size = r.get<int>("world_size");
   p.data_parallel_size = r.get<int>("data_parallel_size");
-  if (!root.contains("lr_scheduler")) throw ft::Error(path + ": missing key \"lr_scheduler\" (null without a scheduler)");
+  if (!root.contains("lr_scheduler"))
+    throw ft::Error(path + ": missing key \"lr_scheduler\" (null without a scheduler)");
   if (!root.at("lr_scheduler").is_null())
     p.lr_scheduler_last_epoch = r.get<std::int64_t>(root.at("lr_scheduler"), "last_epoch", "lr_scheduler");
   const ordered_json& optimizer = r.object("optimizer");
@@ -167,7 +169,8 @@ void check_resumable(const RecipeStateManifest& m, const std::string& manifest_p
   for (const auto& p : model) ours[p.name] = &p;
   for (const auto& saved : m.model_parameters) {
     auto it = ours.find(saved.name);
-    if (it == ours.end()) throw ft::Error(another + "it has parameter \"" + saved.name + "\", this model has none of that name");
+    if (it == ours.end())
+      throw ft::Error(another + "it has parameter \"" + saved.name + "\", this model has none of that name");
     if (it->second->shape != saved.shape)
       throw ft::Error(another + "parameter \"" + saved.name + "\" is " + shape_text(saved.shape) + " there, " +
                       shape_text(it->second->shape) + " in this model");

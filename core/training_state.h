@@ -38,11 +38,11 @@ struct ParameterShape {
 
 struct RecipeStateManifest {
   TrainingProgress progress;
-  bool optimizer_sharded = false;           // one file per rank, else rank 0's file is the whole state
+  bool optimizer_sharded = false;            // one file per rank, else rank 0's file is the whole state
   std::vector<std::string> optimizer_files;  // relative to the checkpoint directory, by rank
   std::string rng_file;
   std::string model_dtype;
-  std::vector<ParameterShape> model_parameters;  // the fingerprint: Hugging Face names and shapes
+  std::vector<ParameterShape> model_parameters;     // the fingerprint: Hugging Face names and shapes
   std::map<std::string, std::uint64_t> file_sizes;  // every file of the checkpoint but the manifest
 };
 

@@ -19,8 +19,8 @@
 #include <ft/registry.h>
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/grad_mode.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -206,11 +206,10 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     std::vector<std::string> names;
     for (const auto& f : files) names.push_back(fs::path(f.path()).filename().string());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ft::log::info("checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(),
-                  megabytes(bytes), files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files",
-                  dir, join(names, ", "),
-                  ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "",
-                  seconds);
+    ft::log::info(
+        "checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(), megabytes(bytes),
+        files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files", dir, join(names, ", "),
+        ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "", seconds);
   }
 
   std::string save(ft::Model& model, const std::string& tag) {
@@ -373,10 +372,12 @@ void register_hf_checkpointer(ft::Registry& reg) {
                 "Hugging Face model directory to load (empty: start from the model's initialisation)")
       .optional("checkpoint_files", ValueType::Any, "[]",
                 "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
-      .optional("output_dir", ValueType::String, "", "where <tag>/ checkpoints are written (default: the run's output_dir)")
+      .optional("output_dir", ValueType::String, "",
+                "where <tag>/ checkpoints are written (default: the run's output_dir)")
       .optional("recipe_checkpoint", ValueType::String, "", "accepted for torchtune configs; ignored for now")
-      .optional("resume_from_checkpoint", ValueType::Bool, "false",
-                "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")
+      .optional(
+          "resume_from_checkpoint", ValueType::Bool, "false",
+          "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")
       .optional("safe_serialization", ValueType::Bool, "true", "write safetensors (the only format written)")
       .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
   reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),

@@ -37,9 +37,9 @@ struct DtypeEntry {
 };
 
 constexpr DtypeEntry kDtypes[] = {
-    {"F64", c10::ScalarType::Double}, {"F32", c10::ScalarType::Float}, {"F16", c10::ScalarType::Half},
-    {"BF16", c10::ScalarType::BFloat16}, {"I64", c10::ScalarType::Long}, {"I32", c10::ScalarType::Int},
-    {"I16", c10::ScalarType::Short}, {"I8", c10::ScalarType::Char}, {"U8", c10::ScalarType::Byte},
+    {"F64", c10::ScalarType::Double},    {"F32", c10::ScalarType::Float}, {"F16", c10::ScalarType::Half},
+    {"BF16", c10::ScalarType::BFloat16}, {"I64", c10::ScalarType::Long},  {"I32", c10::ScalarType::Int},
+    {"I16", c10::ScalarType::Short},     {"I8", c10::ScalarType::Char},   {"U8", c10::ScalarType::Byte},
     {"BOOL", c10::ScalarType::Bool},
 };
 
@@ -85,8 +85,8 @@ std::string safetensors_listing(const std::string& dir) {
 
 struct ResolvedCheckpoint {
   std::vector<std::string> files;
-  std::string index_path;                          // empty unless the files come from an index
-  std::map<std::string, std::string> weight_map;   // tensor -> file name, from the index
+  std::string index_path;                         // empty unless the files come from an index
+  std::map<std::string, std::string> weight_map;  // tensor -> file name, from the index
 };
 
 std::map<std::string, std::string> read_weight_map(const std::string& index_path) {
@@ -158,8 +158,8 @@ std::optional<c10::ScalarType> scalar_type_from_safetensors(std::string_view cod
 std::string safetensors_dtype_code(c10::ScalarType type) {
   for (const auto& d : kDtypes)
     if (type == d.type) return d.code;
-  throw ft::Error(std::string("dtype ") + c10::toString(type) + " cannot be stored (supported: " +
-                  supported_safetensors_dtypes() + ")");
+  throw ft::Error(std::string("dtype ") + c10::toString(type) +
+                  " cannot be stored (supported: " + supported_safetensors_dtypes() + ")");
 }
 
 std::string supported_safetensors_dtypes() {
@@ -196,7 +196,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   if (file_size < 8) {
     ::close(fd);
-    fail_in(path_, "not a safetensors file: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+    fail_in(path_,
+            "not a safetensors file: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
   }
   auto mapping = std::make_shared<Mapping>();
   mapping->address = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -210,11 +211,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   std::uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[i];
   if (header_size > kMaxHeaderBytes)
-    fail_in(path_, "header length " + std::to_string(header_size) + " exceeds the limit of " + std::to_string(kMaxHeaderBytes) +
-         " bytes (not a safetensors file?)");
+    fail_in(path_, "header length " + std::to_string(header_size) + " exceeds the limit of " +
+                       std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
   if (header_size > file_size - 8)
     fail_in(path_, "header length " + std::to_string(header_size) + " runs past the end of the file (" +
-         std::to_string(file_size) + " bytes)");
+                       std::to_string(file_size) + " bytes)");
   buffer_ = bytes + 8 + header_size;
   buffer_size_ = file_size - 8 - header_size;
 
@@ -226,14 +227,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   std::string duplicate;
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(
-        header_begin, header_begin + header_size,
-        [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-          if (event == nlohmann::json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second &&
-              duplicate.empty())
-            duplicate = parsed.get<std::string>();
-          return true;
-        });
+    header = nlohmann::json::parse(header_begin, header_begin + header_size,
+                                   [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                                     if (event == nlohmann::json::parse_event_t::key && depth == 1 &&
+                                         !seen.insert(parsed.get<std::string>()).second && duplicate.empty())
+                                       duplicate = parsed.get<std::string>();
+                                     return true;
+                                   });
   } catch (const nlohmann::json::exception& e) {
     fail_in(path_, std::string("header is not valid JSON: ") + e.what());
   }
@@ -250,7 +250,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       }
       continue;
     }
-    if (!entry.is_object()) fail_in(path_, where + "expected an object {dtype, shape, data_offsets}, got " + excerpt(entry));
+    if (!entry.is_object())
+      fail_in(path_, where + "expected an object {dtype, shape, data_offsets}, got " + excerpt(entry));
     for (const char* field : {"dtype", "shape", "data_offsets"})
       if (!entry.contains(field)) fail_in(path_, where + "missing \"" + field + "\"");
 
@@ -259,14 +260,18 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     const auto& dtype = entry["dtype"];
     if (!dtype.is_string()) fail_in(path_, where + "dtype must be a string, got " + excerpt(dtype));
     const auto type = scalar_type_from_safetensors(dtype.get<std::string>());
-    if (!type) fail_in(path_, where + "unknown dtype \"" + dtype.get<std::string>() + "\" (supported: " + supported_safetensors_dtypes() + ")");
+    if (!type)
+      fail_in(path_, where + "unknown dtype \"" + dtype.get<std::string>() +
+                         "\" (supported: " + supported_safetensors_dtypes() + ")");
     r.dtype = *type;
 
     const auto& shape = entry["shape"];
-    if (!shape.is_array()) fail_in(path_, where + "shape must be a list of non-negative integers, got " + excerpt(shape));
+    if (!shape.is_array())
+      fail_in(path_, where + "shape must be a list of non-negative integers, got " + excerpt(shape));
     std::uint64_t numel = 1;
     for (const auto& dim : shape) {
-      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+      if (!dim.is_number_unsigned() ||
+          dim.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
         fail_in(path_, where + "shape must be a list of non-negative integers, got " + excerpt(shape));
       r.shape.push_back(dim.get<std::int64_t>());
       const auto product = checked_mul(numel, dim.get<std::uint64_t>());
@@ -286,8 +291,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       fail_in(path_, where + range + " run past the end of the " + std::to_string(buffer_size_) + "-byte data buffer");
     const auto needed = checked_mul(numel, c10::elementSize(r.dtype));
     if (!needed || *needed != r.byte_size())
-      fail_in(path_, where + range + " hold " + std::to_string(r.byte_size()) + " bytes but shape " + shape_text(r.shape) +
-           " of " + dtype.get<std::string>() + " needs " + (needed ? std::to_string(*needed) : "more than 2^64"));
+      fail_in(path_, where + range + " hold " + std::to_string(r.byte_size()) + " bytes but shape " +
+                         shape_text(r.shape) + " of " + dtype.get<std::string>() + " needs " +
+                         (needed ? std::to_string(*needed) : "more than 2^64"));
     records_.push_back(std::move(r));
   }
 
@@ -300,17 +306,17 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   for (const TensorRecord& r : records_) {
     if (r.begin < cursor)
       fail_in(path_, "tensors \"" + previous->name + "\" (bytes " + std::to_string(previous->begin) + "-" +
-           std::to_string(previous->end) + ") and \"" + r.name + "\" (bytes " + std::to_string(r.begin) + "-" +
-           std::to_string(r.end) + ") overlap");
+                         std::to_string(previous->end) + ") and \"" + r.name + "\" (bytes " + std::to_string(r.begin) +
+                         "-" + std::to_string(r.end) + ") overlap");
     if (r.begin > cursor)
-      fail_in(path_, "bytes " + std::to_string(cursor) + "-" + std::to_string(r.begin) + " of the data buffer (before tensor \"" +
-           r.name + "\") belong to no tensor");
+      fail_in(path_, "bytes " + std::to_string(cursor) + "-" + std::to_string(r.begin) +
+                         " of the data buffer (before tensor \"" + r.name + "\") belong to no tensor");
     cursor = r.end;
     previous = &r;
   }
   if (cursor != buffer_size_)
     fail_in(path_, "bytes " + std::to_string(cursor) + "-" + std::to_string(buffer_size_) +
-         " at the end of the data buffer belong to no tensor");
+                       " at the end of the data buffer belong to no tensor");
   for (std::size_t i = 0; i < records_.size(); ++i) index_[records_[i].name] = i;
 }
 
@@ -334,7 +340,8 @@ at::Tensor SafetensorsFile::tensor(const TensorRecord& r) const {
     return copy;
   }
   auto keepalive = mapping_;
-  return at::from_blob(const_cast<unsigned char*>(data), r.shape, [keepalive](void*) {}, options);
+  return at::from_blob(
+      const_cast<unsigned char*>(data), r.shape, [keepalive](void*) {}, options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,7 +395,8 @@ void write_safetensors(const std::string& path, const std::vector<ft::NamedTenso
 }
 
 ShardedWrite write_sharded_safetensors(const std::string& dir, const std::vector<ft::NamedTensor>& tensors,
-                                       std::uint64_t max_shard_size, const std::map<std::string, std::string>& metadata) {
+                                       std::uint64_t max_shard_size,
+                                       const std::map<std::string, std::string>& metadata) {
   if (max_shard_size == 0) throw ft::Error("max_shard_size must be positive");
   std::vector<std::vector<ft::NamedTensor>> shards(1);
   std::set<std::string> names;

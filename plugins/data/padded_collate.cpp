@@ -40,11 +40,10 @@ class PaddedCollateSft final : public ft::Collate {
 namespace ft_data {
 
 void register_padded_collate(ft::Registry& reg) {
-  reg.add<ft::Collate>("torchtune.data.padded_collate_sft", ft::Schema{},
-                       "right-pad to the longest sample: tokens with pad_id, labels with ignore_index",
-                       [](const ft::ConfigNode&, ft::Collate::Args args) {
-                         return std::make_unique<PaddedCollateSft>(args);
-                       });
+  reg.add<ft::Collate>(
+      "torchtune.data.padded_collate_sft", ft::Schema{},
+      "right-pad to the longest sample: tokens with pad_id, labels with ignore_index",
+      [](const ft::ConfigNode&, ft::Collate::Args args) { return std::make_unique<PaddedCollateSft>(args); });
 }
 
 }  // namespace ft_data

@@ -22,7 +22,8 @@ class TokenizedJsonlDataset final : public ft::Dataset {
     std::ifstream in(path);
     if (!in) {
       std::string where = path;
-      if (!path.empty() && path[0] != '/') where += " (relative to the working directory " + std::filesystem::current_path().string() + ")";
+      if (!path.empty() && path[0] != '/')
+        where += " (relative to the working directory " + std::filesystem::current_path().string() + ")";
       throw ft::Error(where + ": cannot open dataset file: " + std::strerror(errno));
     }
     std::string line;

@@ -19,7 +19,8 @@ std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::string where = path;
-    if (!path.empty() && path[0] != '/') where += " (relative to the working directory " + fs::current_path().string() + ")";
+    if (!path.empty() && path[0] != '/')
+      where += " (relative to the working directory " + fs::current_path().string() + ")";
     throw ft::Error(where + ": cannot open dataset file: " + std::strerror(errno));
   }
   std::ostringstream ss;
@@ -32,11 +33,13 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 }
 
 [[noreturn]] void refuse_hub_name(const std::string& source) {
-  throw ft::Error(
-      "source = \"" + source + "\" is not a local file, and fthost does not download Hugging Face Hub datasets. "
-      "Pass a local path instead: export the dataset once with Python, e.g.\n"
-      "  python -c \"from datasets import load_dataset; load_dataset('" + source + "', split='train').to_json('data.jsonl')\"\n"
-      "then set source = \"json\" and data_files = \"data.jsonl\" (or source = \"data.jsonl\").");
+  throw ft::Error("source = \"" + source +
+                  "\" is not a local file, and fthost does not download Hugging Face Hub datasets. "
+                  "Pass a local path instead: export the dataset once with Python, e.g.\n"
+                  "  python -c \"from datasets import load_dataset; load_dataset('" +
+                  source +
+                  "', split='train').to_json('data.jsonl')\"\n"
+                  "then set source = \"json\" and data_files = \"data.jsonl\" (or source = \"data.jsonl\").");
 }
 
 void parse_json_records(const std::string& path, std::vector<nlohmann::json>& out) {
@@ -109,7 +112,8 @@ SourceSpec source_spec(const ft::ConfigNode& cfg) {
     if (spec.sample_by != "line" && spec.sample_by != "paragraph" && spec.sample_by != "document")
       cfg.fail("sample_by", "expected \"line\", \"paragraph\" or \"document\", got \"" + spec.sample_by + "\"");
   }
-  if (spec.source.empty()) cfg.fail("source", "must name a local JSON/JSONL/text file, or \"json\"/\"text\" with data_files");
+  if (spec.source.empty())
+    cfg.fail("source", "must name a local JSON/JSONL/text file, or \"json\"/\"text\" with data_files");
   return spec;
 }
 
@@ -124,30 +128,38 @@ std::vector<nlohmann::json> load_records(const SourceSpec& spec) {
   } else if (fs::exists(spec.source) || has_suffix(spec.source, ".json") || has_suffix(spec.source, ".jsonl") ||
              has_suffix(spec.source, ".txt")) {
     if (!spec.data_files.empty())
-      throw ft::Error("data_files is only read with source = \"json\" or \"text\"; source = \"" + spec.source + "\" is a file");
+      throw ft::Error("data_files is only read with source = \"json\" or \"text\"; source = \"" + spec.source +
+                      "\" is a file");
     format = has_suffix(spec.source, ".txt") ? "text" : "json";
     files = {spec.source};
   } else if (spec.source == "csv" || spec.source == "parquet" || spec.source == "arrow") {
-    throw ft::Error("source = \"" + spec.source + "\" is not supported; convert the data to JSON Lines and use source = \"json\"");
+    throw ft::Error("source = \"" + spec.source +
+                    "\" is not supported; convert the data to JSON Lines and use source = \"json\"");
   } else {
     refuse_hub_name(spec.source);
   }
   std::vector<nlohmann::json> records;
   for (const auto& f : files) {
     if (fs::is_directory(f)) throw ft::Error(f + ": is a directory; name the JSON/JSONL/text file itself");
-    if (format == "json") parse_json_records(f, records);
-    else parse_text_records(f, spec.sample_by, records);
+    if (format == "json")
+      parse_json_records(f, records);
+    else
+      parse_text_records(f, spec.sample_by, records);
   }
   const auto [begin, end] = split_range(spec.split, records.size());
-  if (begin == end) throw ft::Error("split = \"" + spec.split + "\" selects no records (the source has " + std::to_string(records.size()) + ")");
+  if (begin == end)
+    throw ft::Error("split = \"" + spec.split + "\" selects no records (the source has " +
+                    std::to_string(records.size()) + ")");
   if (begin > 0 || end < records.size())
-    records = std::vector<nlohmann::json>(std::make_move_iterator(records.begin() + begin), std::make_move_iterator(records.begin() + end));
+    records = std::vector<nlohmann::json>(std::make_move_iterator(records.begin() + begin),
+                                          std::make_move_iterator(records.begin() + end));
   return records;
 }
 
 std::pair<std::size_t, std::size_t> split_range(const std::string& split, std::size_t n) {
   const auto bad = [&](const std::string& why) -> ft::Error {
-    return ft::Error("split = \"" + split + "\": " + why + " (expected \"train\", \"train[:95%]\", \"train[95%:]\" or \"train[10:200]\")");
+    return ft::Error("split = \"" + split + "\": " + why +
+                     " (expected \"train\", \"train[:95%]\", \"train[95%:]\" or \"train[10:200]\")");
   };
   const auto bracket = split.find('[');
   const std::string name = split.substr(0, bracket);

@@ -11,13 +11,15 @@ void add_source_keys(ft::Schema& s, const std::string& default_source) {
     s.optional("source", ft::ValueType::String, "\"" + default_source + "\"",
                "local .json/.jsonl/.txt file, or \"json\"/\"text\" with data_files (Hub names are refused)");
   s.optional("data_files", ft::ValueType::Any, "", "file (or list of files) read when source is \"json\" or \"text\"")
-      .optional("split", ft::ValueType::String, "\"train\"", "slice of the records: train, train[:95%], train[95%:], train[10:200]")
+      .optional("split", ft::ValueType::String, "\"train\"",
+                "slice of the records: train, train[:95%], train[95%:], train[10:200]")
       .optional("filter_fn", ft::ValueType::String, "", "not supported (Python callables); filter the file beforehand");
 }
 
 void add_packing_keys(ft::Schema& s) {
-  s.optional("packed", ft::ValueType::Bool, "false",
-             "pack samples into the tokenizer's max_seq_len (use collate_fn = \"torchtune.data.padded_collate_packed\")");
+  s.optional(
+      "packed", ft::ValueType::Bool, "false",
+      "pack samples into the tokenizer's max_seq_len (use collate_fn = \"torchtune.data.padded_collate_packed\")");
 }
 
 std::unique_ptr<ft::Dataset> maybe_pack(std::unique_ptr<ft::Dataset> dataset, const ft::ConfigNode& cfg,

@@ -36,14 +36,19 @@ class AlpacaToMessages final : public MessageTransform {
     if (auto it = sample.find(input_key); it != sample.end() && it->is_string()) input = it->get<std::string>();
     std::string prompt;
     if (!input.empty()) {
-      prompt = "Below is an instruction that describes a task, paired with an input that provides further context. "
-               "Write a response that appropriately completes the request.\n\n### Instruction:\n" + instruction +
-               "\n\n### Input:\n" + input + "\n\n### Response:\n";
+      prompt =
+          "Below is an instruction that describes a task, paired with an input that provides further context. "
+          "Write a response that appropriately completes the request.\n\n### Instruction:\n" +
+          instruction + "\n\n### Input:\n" + input + "\n\n### Response:\n";
     } else {
-      prompt = "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
-               "### Instruction:\n" + instruction + "\n\n### Response:\n";
+      prompt =
+          "Below is an instruction that describes a task. Write a response that appropriately completes the "
+          "request.\n\n"
+          "### Instruction:\n" +
+          instruction + "\n\n### Response:\n";
     }
-    std::vector<ft::Message> messages{{"user", prompt}, {"assistant", text_column(sample, mapped(columns_, "output"), record)}};
+    std::vector<ft::Message> messages{{"user", prompt},
+                                      {"assistant", text_column(sample, mapped(columns_, "output"), record)}};
     mask_messages(messages, strategy_);
     return messages;
   }
@@ -88,10 +93,14 @@ class ShareGptToMessages final : public MessageTransform {
         throw ft::Error(where + ": expected {\"from\": ..., \"value\": ...} (ShareGPT style)");
       const std::string from = turns[i]["from"].get<std::string>();
       std::string role;
-      if (from == "system") role = "system";
-      else if (from == "human") role = "user";
-      else if (from == "gpt") role = "assistant";
-      else throw ft::Error(where + ": unknown \"from\": \"" + from + "\" (expected system, human or gpt)");
+      if (from == "system")
+        role = "system";
+      else if (from == "human")
+        role = "user";
+      else if (from == "gpt")
+        role = "assistant";
+      else
+        throw ft::Error(where + ": unknown \"from\": \"" + from + "\" (expected system, human or gpt)");
       if (role == "system" && system_) continue;
       messages.push_back({role, turns[i]["value"].get<std::string>()});
     }
@@ -111,7 +120,8 @@ class OpenAiToMessages final : public MessageTransform {
       : column_(std::move(column)), system_(std::move(system)), strategy_(strategy) {}
   std::vector<ft::Message> operator()(const json& sample, std::size_t record) const override {
     const json& turns = column(sample, column_, record);
-    if (!turns.is_array()) throw ft::Error(record_name(record) + ": column \"" + column_ + "\" is not a list of messages");
+    if (!turns.is_array())
+      throw ft::Error(record_name(record) + ": column \"" + column_ + "\" is not a list of messages");
     std::vector<ft::Message> messages;
     if (system_) messages.push_back({"system", *system_, true});
     for (std::size_t i = 0; i < turns.size(); ++i) {
@@ -134,7 +144,8 @@ class OpenAiToMessages final : public MessageTransform {
         throw ft::Error(where + ": content must be a string or a list of {\"type\": \"text\", \"text\": ...}");
       }
       bool eot = true;
-      if (role == "tool" || role == "ipython") eot = false;
+      if (role == "tool" || role == "ipython")
+        eot = false;
       else if (role == "assistant" && i + 1 < turns.size()) {
         const std::string next = turns[i + 1].value("role", "");
         if (next == "tool" || next == "ipython") eot = false;
@@ -155,7 +166,8 @@ class OpenAiToMessages final : public MessageTransform {
 
 std::string text_column(const json& sample, const std::string& name, std::size_t record) {
   const json& v = column(sample, name, record);
-  if (!v.is_string()) throw ft::Error(record_name(record) + ": column \"" + name + "\" is not text: " + v.dump().substr(0, 80));
+  if (!v.is_string())
+    throw ft::Error(record_name(record) + ": column \"" + name + "\" is not text: " + v.dump().substr(0, 80));
   return v.get<std::string>();
 }
 
@@ -166,7 +178,8 @@ MaskingStrategy masking_strategy(const ft::ConfigNode& cfg, MaskingStrategy fall
     if (*s == "train_on_last") return MaskingStrategy::TrainOnLast;
     cfg.fail("masking_strategy", "expected train_on_all, train_on_assistant or train_on_last, got \"" + *s + "\"");
   }
-  if (auto t = cfg.get_optional<bool>("train_on_input")) return *t ? MaskingStrategy::TrainOnAll : MaskingStrategy::TrainOnAssistant;
+  if (auto t = cfg.get_optional<bool>("train_on_input"))
+    return *t ? MaskingStrategy::TrainOnAll : MaskingStrategy::TrainOnAssistant;
   return fallback;
 }
 
@@ -200,7 +213,8 @@ void validate_messages(const std::vector<ft::Message>& messages, std::size_t rec
     if (m.role == "assistant" && last.role != "user" && last.role != "tool" && last.role != "ipython")
       throw ft::Error(where + "assistant message" + at + " does not follow a user, tool or ipython message");
     if (m.role == "user" && last.role == "user") throw ft::Error(where + "two consecutive user messages" + at);
-    if (m.role == "system" && i > 0) throw ft::Error(where + "system message" + at + ", but system messages must come first");
+    if (m.role == "system" && i > 0)
+      throw ft::Error(where + "system message" + at + ", but system messages must come first");
     if ((m.role == "tool" || m.role == "ipython") && !last.ipython)
       throw ft::Error(where + "tool or ipython message" + at + " must follow an ipython message");
     last = m;

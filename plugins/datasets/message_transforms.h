@@ -41,7 +41,8 @@ ColumnMap column_map(const ft::ConfigNode& cfg);
 // Alpaca's prompt template around instruction (+ input); the output is the assistant turn.
 std::unique_ptr<MessageTransform> alpaca_to_messages(ColumnMap columns, MaskingStrategy strategy);
 // `input` is the user turn, `output` the assistant turn (torchtune's InputOutputToMessages).
-std::unique_ptr<MessageTransform> input_output_to_messages(ColumnMap columns, std::optional<std::string> new_system_prompt,
+std::unique_ptr<MessageTransform> input_output_to_messages(ColumnMap columns,
+                                                           std::optional<std::string> new_system_prompt,
                                                            MaskingStrategy strategy);
 // ShareGPT: [{"from": "system"|"human"|"gpt", "value": ...}] under `column`.
 std::unique_ptr<MessageTransform> sharegpt_to_messages(std::string column, std::optional<std::string> new_system_prompt,

@@ -33,8 +33,8 @@ PackedDataset::PackedDataset(const ft::Dataset& source, PackOptions options) : o
     ++source_samples_;
     const auto len = static_cast<std::int64_t>(s.tokens.size());
     if (len > max && !options_.split_across_pack)
-      throw ft::Error("sample " + std::to_string(i) + " is too long to pack (" + std::to_string(len) + " > max_seq_len " +
-                      std::to_string(max) + "); set split_across_pack = true or raise max_seq_len");
+      throw ft::Error("sample " + std::to_string(i) + " is too long to pack (" + std::to_string(len) +
+                      " > max_seq_len " + std::to_string(max) + "); set split_across_pack = true or raise max_seq_len");
     tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
     labels.insert(labels.end(), s.labels.begin(), s.labels.end());
     for (std::int64_t p = 0; p < len; ++p) input_pos.push_back(p % max);
@@ -51,7 +51,8 @@ PackedDataset::PackedDataset(const ft::Dataset& source, PackOptions options) : o
         boundary = previous_boundary;
       }
       add_pack(head(tokens, boundary), head(labels, boundary), head(input_pos, boundary), std::move(pack_lens));
-      const std::int64_t next_len = options_.split_across_pack ? static_cast<std::int64_t>(tokens.size() - boundary) : seq_lens.back();
+      const std::int64_t next_len =
+          options_.split_across_pack ? static_cast<std::int64_t>(tokens.size() - boundary) : seq_lens.back();
       tokens = tail(tokens, boundary);
       labels = tail(labels, boundary);
       input_pos = tail(input_pos, boundary);
@@ -62,8 +63,8 @@ PackedDataset::PackedDataset(const ft::Dataset& source, PackOptions options) : o
   if (!tokens.empty() && !stop()) add_pack(tokens, labels, input_pos, seq_lens);
   if (num_packs_ == 0) throw ft::Error("packing produced no packs: the source dataset is empty");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ft::log::info("packed {} samples into {} packs of {} tokens in {:.2f} s ({:.0f} samples/s)", source_samples_, num_packs_,
-                max, secs, secs > 0 ? static_cast<double>(source_samples_) / secs : 0.0);
+  ft::log::info("packed {} samples into {} packs of {} tokens in {:.2f} s ({:.0f} samples/s)", source_samples_,
+                num_packs_, max, secs, secs > 0 ? static_cast<double>(source_samples_) / secs : 0.0);
 }
 
 void PackedDataset::add_pack(const std::vector<std::int64_t>& tokens, const std::vector<std::int64_t>& labels,
@@ -78,7 +79,8 @@ void PackedDataset::add_pack(const std::vector<std::int64_t>& tokens, const std:
   input_pos_.insert(input_pos_.end(), input_pos.begin(), input_pos.end());
   // Padding positions continue after the last real one, clamped to max_seq_len - 1 (torchtune's _pad_pack).
   const std::int64_t last = input_pos.empty() ? -1 : input_pos.back();
-  for (std::int64_t k = 1; k <= padding; ++k) input_pos_.push_back(static_cast<std::int32_t>(std::min(last + k, max - 1)));
+  for (std::int64_t k = 1; k <= padding; ++k)
+    input_pos_.push_back(static_cast<std::int32_t>(std::min(last + k, max - 1)));
   if (padding > 0) seq_lens.push_back(padding);
   seq_lens_.insert(seq_lens_.end(), seq_lens.begin(), seq_lens.end());
   seq_lens_start_.push_back(seq_lens_.size());
@@ -86,7 +88,8 @@ void PackedDataset::add_pack(const std::vector<std::int64_t>& tokens, const std:
 }
 
 ft::Sample PackedDataset::get(std::size_t index) const {
-  if (index >= num_packs_) throw ft::Error("pack index " + std::to_string(index) + " out of range (" + std::to_string(num_packs_) + " packs)");
+  if (index >= num_packs_)
+    throw ft::Error("pack index " + std::to_string(index) + " out of range (" + std::to_string(num_packs_) + " packs)");
   const auto max = static_cast<std::size_t>(options_.max_seq_len);
   const auto b = static_cast<std::ptrdiff_t>(index * max), e = static_cast<std::ptrdiff_t>((index + 1) * max);
   ft::Sample s;

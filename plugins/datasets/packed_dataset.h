@@ -14,7 +14,7 @@ namespace ft_ds {
 
 struct PackOptions {
   std::int64_t max_seq_len = 0;
-  std::int64_t padding_idx = 0;     // token id of the padding (torchtune: 0); labels pad with -100
+  std::int64_t padding_idx = 0;    // token id of the padding (torchtune: 0); labels pad with -100
   bool split_across_pack = false;  // false: a sample never straddles two packs (and must fit in one)
   std::int64_t max_packs = 0;      // 0: no limit
 };

@@ -22,11 +22,12 @@ class PaddedCollatePacked final : public ft::Collate {
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const auto& x = samples[i];
       if (x.seq_lens.empty() || x.input_pos.size() != x.tokens.size())
-        throw ft::Error("padded_collate_packed needs packed samples: set packed = true on the dataset "
-                        "(or use collate_fn = \"torchtune.data.padded_collate_sft\")");
+        throw ft::Error(
+            "padded_collate_packed needs packed samples: set packed = true on the dataset "
+            "(or use collate_fn = \"torchtune.data.padded_collate_sft\")");
       if (static_cast<std::int64_t>(x.tokens.size()) != s)
-        throw ft::Error("padded_collate_packed: packs of different lengths (" + std::to_string(x.tokens.size()) + " and " +
-                        std::to_string(s) + ")");
+        throw ft::Error("padded_collate_packed: packs of different lengths (" + std::to_string(x.tokens.size()) +
+                        " and " + std::to_string(s) + ")");
     }
     ft::Batch batch;
     batch.tokens = at::empty({b, s}, at::kLong);
@@ -45,10 +46,13 @@ class PaddedCollatePacked final : public ft::Collate {
       std::int64_t start = 0;
       for (auto len : x.seq_lens) {
         if (len < 0 || start + len > s) throw ft::Error("padded_collate_packed: seq_lens do not fit the pack");
-        for (std::int64_t r = start; r < start + len; ++r) std::memset(mask + (i * s + r) * s + start, 1, r - start + 1);
+        for (std::int64_t r = start; r < start + len; ++r)
+          std::memset(mask + (i * s + r) * s + start, 1, r - start + 1);
         start += len;
       }
-      if (start != s) throw ft::Error("padded_collate_packed: seq_lens sum to " + std::to_string(start) + ", the pack has " + std::to_string(s) + " tokens");
+      if (start != s)
+        throw ft::Error("padded_collate_packed: seq_lens sum to " + std::to_string(start) + ", the pack has " +
+                        std::to_string(s) + " tokens");
     }
     return batch;
   }
@@ -59,9 +63,10 @@ class PaddedCollatePacked final : public ft::Collate {
 namespace ft_ds {
 
 void register_padded_collate_packed(ft::Registry& reg) {
-  reg.add<ft::Collate>("torchtune.data.padded_collate_packed", ft::Schema{},
-                       "stack packs; block-causal mask from seq_lens and per-document input_pos",
-                       [](const ft::ConfigNode&, ft::Collate::Args) { return std::make_unique<PaddedCollatePacked>(); });
+  reg.add<ft::Collate>(
+      "torchtune.data.padded_collate_packed", ft::Schema{},
+      "stack packs; block-causal mask from seq_lens and per-document input_pos",
+      [](const ft::ConfigNode&, ft::Collate::Args) { return std::make_unique<PaddedCollatePacked>(); });
 }
 
 }  // namespace ft_ds

@@ -13,7 +13,8 @@ SftDataset::SftDataset(std::vector<nlohmann::json> records, std::unique_ptr<Mess
 
 ft::Sample SftDataset::get(std::size_t index) const {
   if (index >= records_.size())
-    throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(records_.size()) + " records)");
+    throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(records_.size()) +
+                    " records)");
   auto messages = (*transform_)(records_[index], index);
   validate_messages(messages, index);
   auto rendered = tokenizer_->tokenize_messages(messages, true);
@@ -26,7 +27,8 @@ ft::Sample SftDataset::get(std::size_t index) const {
 
 std::shared_ptr<const ft::Tokenizer> require_tokenizer(const ft::Dataset::Args& args, const std::string& component) {
   if (!args.tokenizer)
-    throw ft::Error(component + " tokenizes text and needs a tokenizer: add a [tokenizer] table, e.g.\n"
+    throw ft::Error(component +
+                    " tokenizes text and needs a tokenizer: add a [tokenizer] table, e.g.\n"
                     "  [tokenizer]\n  _component_ = \"torchtune.models.llama3.llama3_tokenizer\"\n"
                     "  path = \"/path/to/tokenizer.json\"\n  max_seq_len = 2048");
   return args.tokenizer;

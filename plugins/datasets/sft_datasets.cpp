@@ -21,7 +21,8 @@ void add_masking_keys(ft::Schema& s, bool train_on_input_default) {
 }
 
 void refuse_filter_fn(const ft::ConfigNode& cfg) {
-  if (cfg.has("filter_fn")) cfg.fail("filter_fn", "Python filter functions are not supported; filter the data file beforehand");
+  if (cfg.has("filter_fn"))
+    cfg.fail("filter_fn", "Python filter functions are not supported; filter the data file beforehand");
 }
 
 std::unique_ptr<ft::Dataset> make_sft(const ft::ConfigNode& cfg, const ft::Dataset::Args& args, const std::string& name,
@@ -33,20 +34,24 @@ std::unique_ptr<ft::Dataset> make_sft(const ft::ConfigNode& cfg, const ft::Datas
   return maybe_pack(std::move(ds), cfg, *tokenizer, false);
 }
 
-std::optional<std::string> system_prompt(const ft::ConfigNode& cfg) { return cfg.get_optional<std::string>("new_system_prompt"); }
+std::optional<std::string> system_prompt(const ft::ConfigNode& cfg) {
+  return cfg.get_optional<std::string>("new_system_prompt");
+}
 
 void register_alpaca(ft::Registry& reg, const std::string& name, const std::string& default_source) {
   ft::Schema s;
   add_source_keys(s, default_source);
   add_masking_keys(s, true);
   add_packing_keys(s);
-  s.optional("column_map", ValueType::Table, "", "columns for instruction, input, output, e.g. {output = \"response\"}");
+  s.optional("column_map", ValueType::Table, "",
+             "columns for instruction, input, output, e.g. {output = \"response\"}");
   reg.add<ft::Dataset>(name, std::move(s), "Alpaca instruction data with torchtune's Alpaca prompt",
                        [name](const ft::ConfigNode& cfg, ft::Dataset::Args args) {
                          auto columns = column_map(cfg);
                          for (const auto& [k, v] : columns)
                            if (k != "instruction" && k != "input" && k != "output")
-                             cfg.fail("column_map", "unknown field \"" + k + "\" (expected instruction, input, output)");
+                             cfg.fail("column_map",
+                                      "unknown field \"" + k + "\" (expected instruction, input, output)");
                          const auto strategy = masking_strategy(cfg, MaskingStrategy::TrainOnAll);
                          return make_sft(cfg, args, name, [&] { return alpaca_to_messages(columns, strategy); });
                        });
@@ -62,7 +67,8 @@ void register_sft_datasets(ft::Registry& reg) {
     add_source_keys(s, "");
     add_masking_keys(s, false);
     add_packing_keys(s);
-    s.optional("column_map", ValueType::Table, "", "columns for input and output, e.g. {input = \"question\", output = \"answer\"}")
+    s.optional("column_map", ValueType::Table, "",
+               "columns for input and output, e.g. {input = \"question\", output = \"answer\"}")
         .optional("new_system_prompt", ValueType::String, "", "system message put first in every sample (masked)");
     const std::string name = "torchtune.datasets.instruct_dataset";
     reg.add<ft::Dataset>(name, std::move(s), "one-turn input -> output data rendered in the model's chat format",
@@ -73,7 +79,9 @@ void register_sft_datasets(ft::Registry& reg) {
                                if (!columns.count(need))
                                  cfg.fail("column_map", std::string("expected a key \"") + need + "\" in column_map");
                            const auto strategy = masking_strategy(cfg, MaskingStrategy::TrainOnAssistant);
-                           return make_sft(cfg, args, name, [&] { return input_output_to_messages(columns, system_prompt(cfg), strategy); });
+                           return make_sft(cfg, args, name, [&] {
+                             return input_output_to_messages(columns, system_prompt(cfg), strategy);
+                           });
                          });
   }
   {
@@ -81,7 +89,8 @@ void register_sft_datasets(ft::Registry& reg) {
     add_source_keys(s, "");
     add_masking_keys(s, false);
     add_packing_keys(s);
-    s.required("conversation_column", ValueType::String, "column holding the conversation (\"conversations\", \"messages\")")
+    s.required("conversation_column", ValueType::String,
+               "column holding the conversation (\"conversations\", \"messages\")")
         .required("conversation_style", ValueType::String, "sharegpt (from/value) or openai (role/content)")
         .optional("new_system_prompt", ValueType::String, "", "system message replacing any in the data (masked)");
     const std::string name = "torchtune.datasets.chat_dataset";
@@ -91,7 +100,8 @@ void register_sft_datasets(ft::Registry& reg) {
                            const auto column = cfg.get<std::string>("conversation_column");
                            const auto strategy = masking_strategy(cfg, MaskingStrategy::TrainOnAssistant);
                            if (style != "sharegpt" && style != "openai")
-                             cfg.fail("conversation_style", "expected \"sharegpt\" or \"openai\", got \"" + style + "\"");
+                             cfg.fail("conversation_style",
+                                      "expected \"sharegpt\" or \"openai\", got \"" + style + "\"");
                            return make_sft(cfg, args, name, [&] {
                              return style == "sharegpt" ? sharegpt_to_messages(column, system_prompt(cfg), strategy)
                                                         : openai_to_messages(column, system_prompt(cfg), strategy);

@@ -14,7 +14,8 @@ TextCompletionDataset::TextCompletionDataset(const std::vector<nlohmann::json>& 
     const auto ids = tokenizer.encode(text_column(records[r], column, r), true, add_eos);
     for (std::size_t begin = 0; begin < ids.size();) {
       const std::size_t end = chunk > 0 ? std::min(ids.size(), begin + static_cast<std::size_t>(chunk)) : ids.size();
-      ids_.insert(ids_.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
+      ids_.insert(ids_.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                  ids.begin() + static_cast<std::ptrdiff_t>(end));
       starts_.push_back(ids_.size());
       begin = end;
     }
@@ -23,9 +24,11 @@ TextCompletionDataset::TextCompletionDataset(const std::vector<nlohmann::json>& 
 }
 
 ft::Sample TextCompletionDataset::get(std::size_t index) const {
-  if (index >= size()) throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(size()) + " samples)");
+  if (index >= size())
+    throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(size()) + " samples)");
   ft::Sample s;
-  s.tokens.assign(ids_.begin() + static_cast<std::ptrdiff_t>(starts_[index]), ids_.begin() + static_cast<std::ptrdiff_t>(starts_[index + 1]));
+  s.tokens.assign(ids_.begin() + static_cast<std::ptrdiff_t>(starts_[index]),
+                  ids_.begin() + static_cast<std::ptrdiff_t>(starts_[index + 1]));
   s.labels = s.tokens;
   return s;
 }

@@ -15,19 +15,22 @@ void register_text_completion_dataset(ft::Registry& reg) {
   s.optional("column", ValueType::String, "\"text\"", "column holding the text (text files: \"text\")")
       .optional("add_eos", ValueType::Bool, "true", "end every document with EOS")
       .optional("split_across_pack", ValueType::Bool, "true", "packed: a document may continue in the next pack")
-      .optional("sample_by", ValueType::String, "\"line\"", "text files: one record per line, paragraph (blank-line separated) or document");
+      .optional("sample_by", ValueType::String, "\"line\"",
+                "text files: one record per line, paragraph (blank-line separated) or document");
   const std::string name = "torchtune.datasets.text_completion_dataset";
-  reg.add<ft::Dataset>(name, std::move(s), "plain text for continued pre-training; long documents split into max_seq_len chunks",
-                       [name](const ft::ConfigNode& cfg, ft::Dataset::Args args) {
-                         if (cfg.has("filter_fn")) cfg.fail("filter_fn", "Python filter functions are not supported; filter the data file beforehand");
-                         auto tokenizer = require_tokenizer(args, name);
-                         auto records = load_records(source_spec(cfg));
-                         std::unique_ptr<ft::Dataset> ds = std::make_unique<TextCompletionDataset>(
-                             records, cfg.get<std::string>("column"), cfg.get<bool>("add_eos"), *tokenizer);
-                         records.clear();
-                         records.shrink_to_fit();
-                         return maybe_pack(std::move(ds), cfg, *tokenizer, cfg.get<bool>("split_across_pack"));
-                       });
+  reg.add<ft::Dataset>(
+      name, std::move(s), "plain text for continued pre-training; long documents split into max_seq_len chunks",
+      [name](const ft::ConfigNode& cfg, ft::Dataset::Args args) {
+        if (cfg.has("filter_fn"))
+          cfg.fail("filter_fn", "Python filter functions are not supported; filter the data file beforehand");
+        auto tokenizer = require_tokenizer(args, name);
+        auto records = load_records(source_spec(cfg));
+        std::unique_ptr<ft::Dataset> ds = std::make_unique<TextCompletionDataset>(
+            records, cfg.get<std::string>("column"), cfg.get<bool>("add_eos"), *tokenizer);
+        records.clear();
+        records.shrink_to_fit();
+        return maybe_pack(std::move(ds), cfg, *tokenizer, cfg.get<bool>("split_across_pack"));
+      });
 }
 
 }  // namespace ft_ds

@@ -82,7 +82,8 @@ DecoderConfig decoder_config_from(const ConfigJsonReader& json) {
   if (json.boolean("mlp_bias", false)) json.fail("mlp_bias", "MLP biases are not supported");
   if (c.family == "llama" && json.boolean("attention_bias", false))
     json.fail("attention_bias", "Llama attention biases (including o_proj) are not supported");
-  if (json.boolean("use_sliding_window", false)) json.fail("use_sliding_window", "sliding-window attention is not supported");
+  if (json.boolean("use_sliding_window", false))
+    json.fail("use_sliding_window", "sliding-window attention is not supported");
   if (json.has("sliding_window") && c.family == "llama" && model_type == "mistral")
     json.fail("sliding_window", "Mistral sliding-window attention is not supported");
   c.vocab_size = json.integer("vocab_size");

@@ -24,11 +24,12 @@ at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
   return at::where(wavelen < high_freq_wavelen, freqs, scaled);
 }
 
-at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& inverse_frequencies) {
+at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions,
+                                  const at::Tensor& inverse_frequencies) {
   const std::int64_t half = x.size(-1) / 2;
-  at::Tensor pos = positions.dim() == 1 ? positions.unsqueeze(0) : positions;  // [b or 1, s]
+  at::Tensor pos = positions.dim() == 1 ? positions.unsqueeze(0) : positions;                   // [b or 1, s]
   at::Tensor angles = pos.to(at::kFloat).unsqueeze(-1) * inverse_frequencies.to(pos.device());  // [b, s, half]
-  at::Tensor cos = angles.cos().unsqueeze(2);  // [b, s, 1, half]
+  at::Tensor cos = angles.cos().unsqueeze(2);                                                   // [b, s, 1, half]
   at::Tensor sin = angles.sin().unsqueeze(2);
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor x1 = xf.narrow(-1, 0, half);

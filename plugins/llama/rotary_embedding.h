@@ -16,6 +16,7 @@ at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
 
 // x: [b, s, heads, head_dim]; positions: [b, s] or [s] int64. Computed in float32 and returned
 // in x's dtype, as torchtune does for bf16 training.
-at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& inverse_frequencies);
+at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions,
+                                  const at::Tensor& inverse_frequencies);
 
 }  // namespace ft_llama

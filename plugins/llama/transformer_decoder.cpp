@@ -41,8 +41,8 @@ AttentionImpl::AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_freque
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
   const std::int64_t b = x.size(0), s = x.size(1), group = num_heads_ / num_kv_heads_;
-  at::Tensor q = apply_rotary_embedding(q_proj->forward(x).view({b, s, num_heads_, head_dim_}), positions,
-                                        inverse_frequencies_);
+  at::Tensor q =
+      apply_rotary_embedding(q_proj->forward(x).view({b, s, num_heads_, head_dim_}), positions, inverse_frequencies_);
   at::Tensor k = apply_rotary_embedding(k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_}), positions,
                                         inverse_frequencies_);
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});

@@ -79,7 +79,7 @@ class TransformerDecoderImpl : public torch::nn::Module {
   at::Tensor tok_embeddings;  // [vocab, dim], registered as tok_embeddings.weight
   std::vector<DecoderLayer> layers;
   RMSNorm norm{nullptr};
-  at::Tensor output;  // [vocab, dim] (output.weight); undefined when tied
+  at::Tensor output;                    // [vocab, dim] (output.weight); undefined when tied
   ft::UnitHooks* unit_hooks = nullptr;  // around each layer's forward (sharded data parallelism)
 
  private:

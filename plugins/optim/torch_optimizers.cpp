@@ -53,7 +53,8 @@ struct AdamStateCodec {
     out.push_back({prefix + "exp_avg_sq", st.exp_avg_sq()});
     if (st.max_exp_avg_sq().defined()) out.push_back({prefix + "max_exp_avg_sq", st.max_exp_avg_sq()});
   }
-  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields,
+                                          const std::string& prefix) {
     auto st = std::make_unique<ParamState>();
     for (const char* required : {"step", "exp_avg", "exp_avg_sq"})
       if (!fields.count(required)) throw ft::Error("optimizer state \"" + prefix + required + "\" is missing");
@@ -72,9 +73,11 @@ struct SgdStateCodec {
   static void save(const ParamState& st, const std::string& prefix, std::vector<ft::NamedTensor>& out) {
     if (st.momentum_buffer().defined()) out.push_back({prefix + "momentum_buffer", st.momentum_buffer()});
   }
-  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+  static std::unique_ptr<ParamState> load(const at::Tensor& param, const FieldTensors& fields,
+                                          const std::string& prefix) {
     auto st = std::make_unique<ParamState>();
-    if (!fields.count("momentum_buffer")) throw ft::Error("optimizer state \"" + prefix + "momentum_buffer\" is missing");
+    if (!fields.count("momentum_buffer"))
+      throw ft::Error("optimizer state \"" + prefix + "momentum_buffer\" is missing");
     st->momentum_buffer(restored_like(param, fields.at("momentum_buffer"), prefix + "momentum_buffer"));
     return st;
   }
@@ -98,9 +101,7 @@ class TorchOptimizerAdapter final : public ft::Optimizer {
         }
       }
   }
-  double lr() const override {
-    return static_cast<const Options&>(impl_.param_groups().front().options()).lr();
-  }
+  double lr() const override { return static_cast<const Options&>(impl_.param_groups().front().options()).lr(); }
   void set_lr(double lr) override {
     for (auto& group : impl_.param_groups()) static_cast<Options&>(group.options()).lr(lr);
   }
@@ -154,8 +155,8 @@ class TorchOptimizerAdapter final : public ft::Optimizer {
   TorchOptimizer impl_;
 };
 
-using AdamWAdapter =
-    TorchOptimizerAdapter<torch::optim::AdamW, torch::optim::AdamWOptions, AdamStateCodec<torch::optim::AdamWParamState>>;
+using AdamWAdapter = TorchOptimizerAdapter<torch::optim::AdamW, torch::optim::AdamWOptions,
+                                           AdamStateCodec<torch::optim::AdamWParamState>>;
 using AdamAdapter =
     TorchOptimizerAdapter<torch::optim::Adam, torch::optim::AdamOptions, AdamStateCodec<torch::optim::AdamParamState>>;
 using SgdAdapter = TorchOptimizerAdapter<torch::optim::SGD, torch::optim::SGDOptions, SgdStateCodec>;
@@ -167,7 +168,8 @@ std::tuple<double, double> betas_of(const ft::ConfigNode& cfg) {
 }
 
 void note_fused(const ft::ConfigNode& cfg) {
-  if (cfg.get<bool>("fused")) ft::log::info("{}: fused=true has no fused kernel on this build; using the standard one", cfg.path());
+  if (cfg.get<bool>("fused"))
+    ft::log::info("{}: fused=true has no fused kernel on this build; using the standard one", cfg.path());
 }
 
 ft::Schema adam_schema(const char* weight_decay_default) {
@@ -193,15 +195,15 @@ Options adam_options(const ft::ConfigNode& cfg) {
 }
 
 void register_components(ft::Registry& reg) {
-  reg.add<ft::Optimizer>("torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
-                         [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return std::make_unique<AdamWAdapter>(
-                               std::move(args.params), adam_options<torch::optim::AdamWOptions>(cfg));
-                         });
+  reg.add<ft::Optimizer>(
+      "torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
+      [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
+        return std::make_unique<AdamWAdapter>(std::move(args.params), adam_options<torch::optim::AdamWOptions>(cfg));
+      });
   reg.add<ft::Optimizer>("torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return std::make_unique<AdamAdapter>(
-                               std::move(args.params), adam_options<torch::optim::AdamOptions>(cfg));
+                           return std::make_unique<AdamAdapter>(std::move(args.params),
+                                                                adam_options<torch::optim::AdamOptions>(cfg));
                          });
   ft::Schema sgd;
   sgd.required("lr", ValueType::Float, "learning rate")
@@ -221,8 +223,7 @@ void register_components(ft::Registry& reg) {
                                            .nesterov(cfg.get<bool>("nesterov"));
                            if (opts.nesterov() && (opts.momentum() <= 0 || opts.dampening() != 0))
                              cfg.fail("nesterov", "requires momentum > 0 and dampening = 0");
-                           return std::make_unique<SgdAdapter>(
-                               std::move(args.params), opts);
+                           return std::make_unique<SgdAdapter>(std::move(args.params), opts);
                          });
 }
 

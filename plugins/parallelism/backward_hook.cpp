@@ -18,7 +18,8 @@ struct NotifyBeforeBackward : public torch::autograd::Function<NotifyBeforeBackw
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     // An autograd context stores only IValues, so the listener travels as its address.
-    auto* listener = reinterpret_cast<BackwardListener*>(static_cast<std::intptr_t>(ctx->saved_data["listener"].toInt()));
+    auto* listener =
+        reinterpret_cast<BackwardListener*>(static_cast<std::intptr_t>(ctx->saved_data["listener"].toInt()));
     listener->before_unit_backward(static_cast<std::size_t>(ctx->saved_data["unit"].toInt()));
     return {grads[0], at::Tensor(), at::Tensor()};
   }

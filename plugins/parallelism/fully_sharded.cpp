@@ -227,26 +227,29 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
 
 ft::Schema sharded_schema(bool hybrid) {
   ft::Schema s;
-  s.optional("data_parallel_shard_dim", ft::ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all the rest)")
+  s.optional("data_parallel_shard_dim", ft::ValueType::Int, "-1",
+             "ranks a parameter is sharded over (-1: all the rest)")
       .optional("data_parallel_replicate_dim", ft::ValueType::Int, hybrid ? "2" : "1", "replica groups (HSDP)")
       .optional("reshard_after_forward", ft::ValueType::Bool, "true",
                 "free gathered parameters after each unit's forward (false: keep them until its backward)")
       .optional("custom_sharded_layers", ft::ValueType::List, "[]",
                 "accepted for torchtune configs: embeddings and output are always sharded with the root")
-      .optional("cpu_offload", ft::ValueType::Bool, "false", "accepted: on CPU training everything already lives there");
+      .optional("cpu_offload", ft::ValueType::Bool, "false",
+                "accepted: on CPU training everything already lives there");
   return s;
 }
 
 std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Parallelism::Args args) {
-  if (!args.world || !args.new_group) cfg.fail("_component_", "sharded data parallelism needs the host's process groups");
+  if (!args.world || !args.new_group)
+    cfg.fail("_component_", "sharded data parallelism needs the host's process groups");
   const int world = args.world->size();
   MeshShape mesh;
   mesh.replicate = static_cast<int>(cfg.get<std::int64_t>("data_parallel_replicate_dim"));
   const auto shard = cfg.get<std::int64_t>("data_parallel_shard_dim");
   if (mesh.replicate < 1) cfg.fail("data_parallel_replicate_dim", "expected an integer >= 1");
   if (world % mesh.replicate != 0)
-    cfg.fail("data_parallel_replicate_dim", std::to_string(mesh.replicate) + " does not divide the " +
-                                                std::to_string(world) + " ranks of this run");
+    cfg.fail("data_parallel_replicate_dim",
+             std::to_string(mesh.replicate) + " does not divide the " + std::to_string(world) + " ranks of this run");
   mesh.shard = shard == -1 ? world / mesh.replicate : static_cast<int>(shard);
   if (mesh.shard < 1 || mesh.shard * mesh.replicate != world)
     cfg.fail("data_parallel_shard_dim", "replicate (" + std::to_string(mesh.replicate) + ") x shard (" +

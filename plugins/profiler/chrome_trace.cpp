@@ -21,7 +21,8 @@ bool is_memory_record(const torch::autograd::profiler::KinetoEvent& e) { return 
 std::string chrome_trace_json(const std::vector<torch::autograd::profiler::KinetoEvent>& events, int rank) {
   const auto pid = static_cast<std::int64_t>(::getpid());
   Json trace_events = Json::array();
-  trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", fmt::format("fthost rank {}", rank)}}}});
+  trace_events.push_back(
+      {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", fmt::format("fthost rank {}", rank)}}}});
   for (const auto& e : events) {
     Json event = {{"name", e.name()},
                   {"pid", pid},
@@ -79,7 +80,8 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
     t.total_us += e.durationUs();
   }
   std::vector<std::pair<std::string, Totals>> rows(by_name.begin(), by_name.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
   if (rows.size() > row_limit) rows.resize(row_limit);
   std::string out = fmt::format("{:<48} {:>10} {:>14} {:>12}\n", "Name", "# Calls", "CPU total (us)", "CPU avg (us)");
   for (const auto& [name, t] : rows)

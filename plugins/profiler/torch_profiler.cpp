@@ -15,8 +15,8 @@
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include <chrono>
 #include <fstream>
@@ -38,7 +38,8 @@ struct ProfilerSettings {
 };
 
 std::int64_t unix_millis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -87,8 +88,8 @@ class TorchProfiler final : public ft::Profiler {
 
  private:
   void begin_recording() {
-    const profiler_impl::ProfilerConfig config(profiler_impl::ProfilerState::KINETO, s_.record_shapes, s_.profile_memory,
-                                               s_.with_stack, s_.with_flops, /*with_modules=*/false,
+    const profiler_impl::ProfilerConfig config(profiler_impl::ProfilerState::KINETO, s_.record_shapes,
+                                               s_.profile_memory, s_.with_stack, s_.with_flops, /*with_modules=*/false,
                                                profiler_impl::ExperimentalConfig({}, false, /*verbose=*/s_.with_stack));
     // Device activity needs libkineto with CUPTI; without it only the CPU operators (CUDA
     // launches included) are recorded.
@@ -155,8 +156,9 @@ std::unique_ptr<ft::Profiler> make_profiler(const ft::ConfigNode& cfg, ft::Profi
     s.cpu = s.cuda = true;
   }
   if (s.cuda && FT_WITH_CUDA)
-    warn("cuda = true: device kernels are traced only by a LibTorch with Kineto/CUPTI; otherwise the trace holds "
-         "the CPU operators, CUDA launches included (docs/loggers.md)");
+    warn(
+        "cuda = true: device kernels are traced only by a LibTorch with Kineto/CUPTI; otherwise the trace holds "
+        "the CPU operators, CUDA launches included (docs/loggers.md)");
   else if (s.cuda && args.rank == 0)
     ft::log::info("profiler: cuda = true, but this LibTorch has no CUDA: recording CPU operators");
 
@@ -167,11 +169,15 @@ std::unique_ptr<ft::Profiler> make_profiler(const ft::ConfigNode& cfg, ft::Profi
   const std::int64_t fallback[] = {defaults.wait, defaults.warmup, defaults.active, defaults.repeat};
   std::vector<std::string> missing;
   for (int i = 0; i < 4; ++i) {
-    if (auto v = cfg.get_optional<std::int64_t>(keys[i])) *fields[i] = *v;
-    else missing.push_back(fmt::format("{} = {}", keys[i], fallback[i]));
+    if (auto v = cfg.get_optional<std::int64_t>(keys[i]))
+      *fields[i] = *v;
+    else
+      missing.push_back(fmt::format("{} = {}", keys[i], fallback[i]));
   }
-  if (missing.size() == 4) warn("no schedule found in config, defaulting to " + fmt::format("{}", fmt::join(missing, ", ")));
-  else if (!missing.empty()) warn("missing keys in profiler schedule, defaulting to " + fmt::format("{}", fmt::join(missing, ", ")));
+  if (missing.size() == 4)
+    warn("no schedule found in config, defaulting to " + fmt::format("{}", fmt::join(missing, ", ")));
+  else if (!missing.empty())
+    warn("missing keys in profiler schedule, defaulting to " + fmt::format("{}", fmt::join(missing, ", ")));
   if (s.schedule.wait < 0) cfg.fail("wait_steps", "expected 0 or more steps");
   if (s.schedule.warmup < 0) cfg.fail("warmup_steps", "expected 0 or more steps");
   if (s.schedule.active < 1) cfg.fail("active_steps", "expected at least 1 step");

@@ -61,30 +61,32 @@ void register_components(ft::Registry& reg) {
   ft::Schema constant;
   constant.optional("num_warmup_steps", ValueType::Int, "0", "linear warmup steps")
       .optional("last_epoch", ValueType::Int, "-1", "last step already taken (resume)");
-  reg.add<ft::LRScheduler>("fthost.lr_schedulers.constant_with_warmup", constant, "linear warmup, then constant",
-                           [](const ft::ConfigNode& cfg, ft::LRScheduler::Args args) {
-                             const auto warmup = cfg.get<std::int64_t>("num_warmup_steps");
-                             const std::int64_t last = args.last_epoch != -1 ? args.last_epoch : cfg.get<std::int64_t>("last_epoch");
-                             return std::make_unique<LambdaScheduler>(optimizer_of(cfg, args), last, [=](std::int64_t step) {
-                               return step < warmup ? static_cast<double>(step) / static_cast<double>(warmup) : 1.0;
-                             });
-                           });
+  reg.add<ft::LRScheduler>(
+      "fthost.lr_schedulers.constant_with_warmup", constant, "linear warmup, then constant",
+      [](const ft::ConfigNode& cfg, ft::LRScheduler::Args args) {
+        const auto warmup = cfg.get<std::int64_t>("num_warmup_steps");
+        const std::int64_t last = args.last_epoch != -1 ? args.last_epoch : cfg.get<std::int64_t>("last_epoch");
+        return std::make_unique<LambdaScheduler>(optimizer_of(cfg, args), last, [=](std::int64_t step) {
+          return step < warmup ? static_cast<double>(step) / static_cast<double>(warmup) : 1.0;
+        });
+      });
 
   ft::Schema linear;
   linear.optional("num_warmup_steps", ValueType::Int, "0", "linear warmup steps from 0 to the optimizer's lr")
       .optional("last_epoch", ValueType::Int, "-1", "last step already taken (resume)");
-  reg.add<ft::LRScheduler>("fthost.lr_schedulers.linear_with_warmup", linear,
-                           "linear warmup, then linear decay to 0 at num_training_steps (transformers' linear schedule)",
-                           [](const ft::ConfigNode& cfg, ft::LRScheduler::Args args) {
-                             const auto warmup = cfg.get<std::int64_t>("num_warmup_steps");
-                             const std::int64_t total = args.num_training_steps;
-                             const std::int64_t last = args.last_epoch != -1 ? args.last_epoch : cfg.get<std::int64_t>("last_epoch");
-                             return std::make_unique<LambdaScheduler>(optimizer_of(cfg, args), last, [=](std::int64_t step) {
-                               if (step < warmup) return static_cast<double>(step) / static_cast<double>(warmup);
-                               return std::max(0.0, static_cast<double>(total - step) /
-                                                        static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
-                             });
-                           });
+  reg.add<ft::LRScheduler>(
+      "fthost.lr_schedulers.linear_with_warmup", linear,
+      "linear warmup, then linear decay to 0 at num_training_steps (transformers' linear schedule)",
+      [](const ft::ConfigNode& cfg, ft::LRScheduler::Args args) {
+        const auto warmup = cfg.get<std::int64_t>("num_warmup_steps");
+        const std::int64_t total = args.num_training_steps;
+        const std::int64_t last = args.last_epoch != -1 ? args.last_epoch : cfg.get<std::int64_t>("last_epoch");
+        return std::make_unique<LambdaScheduler>(optimizer_of(cfg, args), last, [=](std::int64_t step) {
+          if (step < warmup) return static_cast<double>(step) / static_cast<double>(warmup);
+          return std::max(
+              0.0, static_cast<double>(total - step) / static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
+        });
+      });
 }
 
 }  // namespace

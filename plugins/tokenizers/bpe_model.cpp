@@ -135,7 +135,8 @@ void BpeModel::merge_symbols(std::vector<TokenId>& symbols) const {
   auto push = [&](std::int32_t left) {
     if (left < 0 || next[left] < 0) return;
     const std::int32_t right = next[left];
-    if (auto m = find_merge(symbols[left], symbols[right])) queue.push({m->rank, left, symbols[left], symbols[right], m->merged});
+    if (auto m = find_merge(symbols[left], symbols[right]))
+      queue.push({m->rank, left, symbols[left], symbols[right], m->merged});
   };
   for (std::int32_t i = 0; i + 1 < n; ++i) push(i);
   std::vector<bool> alive(n, true);

@@ -34,8 +34,8 @@ struct BpeOptions {
 class BpeModel {
  public:
   // `vocab`: token text (raw bytes for the Bytes alphabet) -> id. `merges`: pairs in rank order.
-  BpeModel(std::unordered_map<std::string, TokenId> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
-           BpeOptions options);
+  BpeModel(std::unordered_map<std::string, TokenId> vocab,
+           const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options);
 
   // Appends the ids of one word (already normalized and pre-tokenized).
   void encode_word(std::string_view word, std::vector<std::int64_t>& out) const;
@@ -60,7 +60,7 @@ class BpeModel {
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_id_;
   std::unordered_map<std::uint64_t, Merge> merges_;
-  std::vector<TokenId> byte_ids_;  // Bytes alphabet: id of each single byte, -1 if absent
+  std::vector<TokenId> byte_ids_;      // Bytes alphabet: id of each single byte, -1 if absent
   std::vector<TokenId> fallback_ids_;  // Characters alphabet: id of <0xNN>, -1 if absent
 
   // Words repeat a lot in real text; the merge loop's result is cached per word.

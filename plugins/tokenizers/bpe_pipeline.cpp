@@ -29,7 +29,9 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 // "<0x41>" -> 0x41; -1 for any other token.
 int byte_fallback_value(const std::string& token) {
   if (token.size() != 6 || token[0] != '<' || token[1] != '0' || token[2] != 'x' || token[5] != '>') return -1;
-  auto hex = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1; };
+  auto hex = [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+  };
   const int hi = hex(token[3]), lo = hex(token[4]);
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
@@ -97,7 +99,8 @@ std::vector<std::int64_t> BpePipeline::encode(std::string_view text) const {
       while (segment_end > segment_start && is_space(text[segment_end - 1])) --segment_end;
     if (hit->rstrip)
       while (resume < text.size() && is_space(text[resume])) ++resume;
-    if (segment_end > segment_start) encode_segment(text.substr(segment_start, segment_end - segment_start), first, out);
+    if (segment_end > segment_start)
+      encode_segment(text.substr(segment_start, segment_end - segment_start), first, out);
     out.push_back(hit->id);
     first = false;
     segment_start = resume;
@@ -147,9 +150,11 @@ std::vector<std::string> BpePipeline::pre_tokenize(std::string normalized, bool 
           break;
         case PreTokenizerStep::Kind::Metaspace: {
           replace_all(piece, " ", step.replacement);
-          const bool prepend = step.prepend == PreTokenizerStep::Prepend::Always ||
-                               (step.prepend == PreTokenizerStep::Prepend::First && first_segment && &piece == &pieces.front());
-          if (prepend && piece.compare(0, step.replacement.size(), step.replacement) != 0) piece.insert(0, step.replacement);
+          const bool prepend =
+              step.prepend == PreTokenizerStep::Prepend::Always ||
+              (step.prepend == PreTokenizerStep::Prepend::First && first_segment && &piece == &pieces.front());
+          if (prepend && piece.compare(0, step.replacement.size(), step.replacement) != 0)
+            piece.insert(0, step.replacement);
           if (!step.split) {
             next.push_back(std::move(piece));
             break;

@@ -35,18 +35,18 @@ struct NormalizerStep {
 struct PreTokenizerStep {
   enum class Kind { Split, ByteLevel, Metaspace } kind = Kind::Split;
   std::shared_ptr<const RegexSplitter> regex;  // Split; ByteLevel with use_regex
-  bool keep_gaps = true;                        // Split: "Isolated" (true) or "Removed" (false)
-  bool add_prefix_space = false;                // ByteLevel
-  std::string replacement = "\xE2\x96\x81";     // Metaspace ("▁")
+  bool keep_gaps = true;                       // Split: "Isolated" (true) or "Removed" (false)
+  bool add_prefix_space = false;               // ByteLevel
+  std::string replacement = "\xE2\x96\x81";    // Metaspace ("▁")
   enum class Prepend { Always, First, Never } prepend = Prepend::Always;  // Metaspace
-  bool split = true;                            // Metaspace
+  bool split = true;                                                      // Metaspace
 };
 
 struct DecoderStep {
   enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace } kind = Kind::ByteLevel;
-  std::string pattern, content;  // Replace: pattern -> content; Strip: content; Metaspace: replacement
-  int start = 0, stop = 0;       // Strip
-  bool strip_first_space = true; // Metaspace: prepend_scheme is not "never"
+  std::string pattern, content;   // Replace: pattern -> content; Strip: content; Metaspace: replacement
+  int start = 0, stop = 0;        // Strip
+  bool strip_first_space = true;  // Metaspace: prepend_scheme is not "never"
 };
 
 struct PipelineSpec {

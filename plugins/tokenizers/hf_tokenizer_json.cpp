@@ -39,18 +39,23 @@ void add_normalizer(const Reader& r, const json& n, const std::string& where, st
   const std::string type = n.value("type", "");
   if (type == "Sequence") {
     std::size_t i = 0;
-    for (const auto& child : n.at("normalizers")) add_normalizer(r, child, where + ".normalizers[" + std::to_string(i++) + "]", out);
+    for (const auto& child : n.at("normalizers"))
+      add_normalizer(r, child, where + ".normalizers[" + std::to_string(i++) + "]", out);
   } else if (type == "NFC" || type == "NFKC" || type == "NFD" || type == "NFKD") {
     NormalizerStep s;
-    s.form = type == "NFC" ? NormalForm::NFC : type == "NFKC" ? NormalForm::NFKC : type == "NFD" ? NormalForm::NFD : NormalForm::NFKD;
+    s.form = type == "NFC"    ? NormalForm::NFC
+             : type == "NFKC" ? NormalForm::NFKC
+             : type == "NFD"  ? NormalForm::NFD
+                              : NormalForm::NFKD;
     out.push_back(s);
   } else if (type == "Prepend") {
     out.push_back({NormalizerStep::Kind::Prepend, NormalForm::NFC, n.at("prepend").get<std::string>(), {}});
   } else if (type == "Replace") {
-    out.push_back({NormalizerStep::Kind::Replace, NormalForm::NFC, string_pattern(r, n.at("pattern"), where + ".pattern", false),
-                   n.at("content").get<std::string>()});
+    out.push_back({NormalizerStep::Kind::Replace, NormalForm::NFC,
+                   string_pattern(r, n.at("pattern"), where + ".pattern", false), n.at("content").get<std::string>()});
   } else {
-    r.fail(where, "unsupported normalizer type \"" + type + "\" (supported: Sequence, NFC, NFKC, NFD, NFKD, Prepend, Replace)");
+    r.fail(where, "unsupported normalizer type \"" + type +
+                      "\" (supported: Sequence, NFC, NFKC, NFD, NFKD, Prepend, Replace)");
   }
 }
 
@@ -86,10 +91,14 @@ void add_pre_tokenizer(const Reader& r, const json& p, const std::string& where,
     s.kind = PreTokenizerStep::Kind::Metaspace;
     s.replacement = p.value("replacement", std::string("\xE2\x96\x81"));
     const std::string scheme = p.value("prepend_scheme", p.value("add_prefix_space", true) ? "always" : "never");
-    if (scheme == "always") s.prepend = PreTokenizerStep::Prepend::Always;
-    else if (scheme == "first") s.prepend = PreTokenizerStep::Prepend::First;
-    else if (scheme == "never") s.prepend = PreTokenizerStep::Prepend::Never;
-    else r.fail(where, "unknown Metaspace prepend_scheme \"" + scheme + "\"");
+    if (scheme == "always")
+      s.prepend = PreTokenizerStep::Prepend::Always;
+    else if (scheme == "first")
+      s.prepend = PreTokenizerStep::Prepend::First;
+    else if (scheme == "never")
+      s.prepend = PreTokenizerStep::Prepend::Never;
+    else
+      r.fail(where, "unknown Metaspace prepend_scheme \"" + scheme + "\"");
     s.split = p.value("split", true);
     out.push_back(std::move(s));
   } else {
@@ -103,7 +112,8 @@ void add_decoder(const Reader& r, const json& d, const std::string& where, std::
   DecoderStep s;
   if (type == "Sequence") {
     std::size_t i = 0;
-    for (const auto& child : d.at("decoders")) add_decoder(r, child, where + ".decoders[" + std::to_string(i++) + "]", out);
+    for (const auto& child : d.at("decoders"))
+      add_decoder(r, child, where + ".decoders[" + std::to_string(i++) + "]", out);
     return;
   } else if (type == "ByteLevel") {
     s.kind = DecoderStep::Kind::ByteLevel;
@@ -126,7 +136,8 @@ void add_decoder(const Reader& r, const json& d, const std::string& where, std::
     const std::string scheme = d.value("prepend_scheme", d.value("add_prefix_space", true) ? "always" : "never");
     s.strip_first_space = scheme != "never";
   } else {
-    r.fail(where, "unsupported decoder type \"" + type + "\" (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace)");
+    r.fail(where, "unsupported decoder type \"" + type +
+                      "\" (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace)");
   }
   out.push_back(std::move(s));
 }
@@ -151,8 +162,7 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
   try {
     const json& model = j.at("model");
     const std::string type = model.value("type", "BPE");
-    if (type != "BPE")
-      r.fail("model.type", "only BPE tokenizers are supported, this one is \"" + type + "\"");
+    if (type != "BPE") r.fail("model.type", "only BPE tokenizers are supported, this one is \"" + type + "\"");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
         r.fail(std::string("model.") + key, "non-empty values are not supported");
@@ -168,7 +178,8 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
     const ByteLevelAlphabet alphabet;
     std::unordered_map<std::string, TokenId> vocab;
     vocab.reserve(model.at("vocab").size());
-    for (const auto& [spelled, id] : model.at("vocab").items()) vocab.emplace(raw_token(alphabet, spelled, byte_level), id.get<TokenId>());
+    for (const auto& [spelled, id] : model.at("vocab").items())
+      vocab.emplace(raw_token(alphabet, spelled, byte_level), id.get<TokenId>());
 
     std::vector<std::pair<std::string, std::string>> merges;
     const json& jm = model.value("merges", json::array());
@@ -178,14 +189,16 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
       if (jm[i].is_string()) {
         const std::string m = jm[i].get<std::string>();
         const auto space = m.find(' ', 1);
-        if (space == std::string::npos) r.fail("model.merges[" + std::to_string(i) + "]", "expected \"left right\", got \"" + m + "\"");
+        if (space == std::string::npos)
+          r.fail("model.merges[" + std::to_string(i) + "]", "expected \"left right\", got \"" + m + "\"");
         a = m.substr(0, space);
         b = m.substr(space + 1);
       } else if (jm[i].is_array() && jm[i].size() == 2) {
         a = jm[i][0].get<std::string>();
         b = jm[i][1].get<std::string>();
       } else {
-        r.fail("model.merges[" + std::to_string(i) + "]", "expected a \"left right\" string or a pair, got " + jm[i].dump());
+        r.fail("model.merges[" + std::to_string(i) + "]",
+               "expected a \"left right\" string or a pair, got " + jm[i].dump());
       }
       merges.emplace_back(raw_token(alphabet, a, byte_level), raw_token(alphabet, b, byte_level));
     }
@@ -233,7 +246,8 @@ std::vector<AddedToken> load_added_tokens(const std::string& path) {
     throw ft::Error(path + ": expected an \"added_tokens\" list (a Hugging Face tokenizer.json)");
   std::vector<AddedToken> out;
   for (const auto& t : j["added_tokens"]) {
-    if (!t.contains("content") || !t.contains("id")) throw ft::Error(path + ": added token without content or id: " + t.dump());
+    if (!t.contains("content") || !t.contains("id"))
+      throw ft::Error(path + ": added token without content or id: " + t.dump());
     out.push_back({t["content"].get<std::string>(), t["id"].get<TokenId>()});
   }
   return out;

@@ -24,7 +24,8 @@ class Llama2Tokenizer final : public ModelTokenizer {
     encoded_prefix_size_ = encode_plain("\n").size();
   }
 
-  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages, bool add_end_tokens) const override {
+  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
+                                          bool add_end_tokens) const override {
     const auto turns = chat_template_ ? apply_template(messages) : plain(messages);
     ft::TokenizedMessages out;
     bool start_of_turn = true, prev_ends_with_space = false;
@@ -113,8 +114,10 @@ class Llama2Tokenizer final : public ModelTokenizer {
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                      Truncation truncation, bool chat_template) {
   std::shared_ptr<const TextCodec> codec;
-  if (looks_like_json(path)) codec = std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
-  else codec = load_sentencepiece(path);
+  if (looks_like_json(path))
+    codec = std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
+  else
+    codec = load_sentencepiece(path);
   return std::make_unique<Llama2Tokenizer>(std::move(codec), max_seq_len, truncation, chat_template);
 }
 

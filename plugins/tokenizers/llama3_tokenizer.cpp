@@ -18,11 +18,20 @@ constexpr const char* kLlama3Pattern =
 // torchtune's LLAMA3_SPECIAL_TOKENS: the named ones, then reserved tokens filling 128013..128255.
 std::vector<AddedToken> llama3_special_tokens() {
   std::vector<AddedToken> t = {
-      {"<|begin_of_text|>", 128000},        {"<|end_of_text|>", 128001},   {"<|reserved_special_token_0|>", 128002},
-      {"<|reserved_special_token_1|>", 128003}, {"<|finetune_right_pad_id|>", 128004}, {"<|step_id|>", 128005},
-      {"<|start_header_id|>", 128006},      {"<|end_header_id|>", 128007}, {"<|eom_id|>", 128008},
-      {"<|eot_id|>", 128009},               {"<|python_tag|>", 128010},    {"<|image|>", 128256},
-      {"<|video|>", 128012},                {"<|reserved_special_token_245|>", 128011},
+      {"<|begin_of_text|>", 128000},
+      {"<|end_of_text|>", 128001},
+      {"<|reserved_special_token_0|>", 128002},
+      {"<|reserved_special_token_1|>", 128003},
+      {"<|finetune_right_pad_id|>", 128004},
+      {"<|step_id|>", 128005},
+      {"<|start_header_id|>", 128006},
+      {"<|end_header_id|>", 128007},
+      {"<|eom_id|>", 128008},
+      {"<|eot_id|>", 128009},
+      {"<|python_tag|>", 128010},
+      {"<|image|>", 128256},
+      {"<|video|>", 128012},
+      {"<|reserved_special_token_245|>", 128011},
   };
   const int named = static_cast<int>(t.size());
   for (int i = 0; i < 257 - named; ++i)
@@ -51,7 +60,8 @@ class Llama3Tokenizer final : public ModelTokenizer {
     blank_line_ = encode_plain("\n\n");
   }
 
-  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages, bool add_end_tokens) const override {
+  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
+                                          bool add_end_tokens) const override {
     ft::TokenizedMessages out;
     out.tokens.push_back(ids_.bos);
     out.mask.push_back(true);
@@ -95,7 +105,8 @@ class Llama3Tokenizer final : public ModelTokenizer {
 
 }  // namespace
 
-std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, std::int64_t max_seq_len, Truncation truncation,
+std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                     Truncation truncation,
                                                      std::optional<std::vector<AddedToken>> special_tokens) {
   std::shared_ptr<const TextCodec> codec;
   if (looks_like_json(path)) {

@@ -21,18 +21,20 @@ std::vector<std::int64_t> ModelTokenizer::encode(std::string_view text, bool add
 
 std::int64_t ModelTokenizer::required_token(const std::string& text) const {
   auto id = codec_->token_id(text);
-  if (!id) throw ft::Error("the tokenizer's vocabulary has no special token " + text + ", which this model family's chat format needs");
+  if (!id)
+    throw ft::Error("the tokenizer's vocabulary has no special token " + text +
+                    ", which this model family's chat format needs");
   return *id;
 }
 
 void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask) const {
   if (max_seq_len_ <= 0) return;
-  out.tokens = truncate<std::int64_t>(out.tokens, max_seq_len_, add_end_tokens ? std::optional<std::int64_t>(ids_.eos) : std::nullopt,
-                                      truncation_);
+  out.tokens = truncate<std::int64_t>(
+      out.tokens, max_seq_len_, add_end_tokens ? std::optional<std::int64_t>(ids_.eos) : std::nullopt, truncation_);
   std::vector<bool> mask(out.mask.begin(), out.mask.end());
   std::vector<char> as_chars(mask.begin(), mask.end());
-  auto truncated = truncate<char>(as_chars, max_seq_len_, add_end_tokens && eos_mask ? std::optional<char>(*eos_mask) : std::nullopt,
-                                  truncation_);
+  auto truncated = truncate<char>(
+      as_chars, max_seq_len_, add_end_tokens && eos_mask ? std::optional<char>(*eos_mask) : std::nullopt, truncation_);
   out.mask.assign(truncated.begin(), truncated.end());
 }
 

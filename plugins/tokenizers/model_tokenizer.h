@@ -22,8 +22,10 @@ std::vector<T> truncate(const std::vector<T>& items, std::int64_t max_seq_len, c
   std::vector<T> out;
   const auto n = static_cast<std::int64_t>(items.size());
   const auto keep = std::min(n, max_seq_len);
-  if (side == Truncation::Right) out.assign(items.begin(), items.begin() + keep);
-  else out.assign(items.end() - keep, items.end());
+  if (side == Truncation::Right)
+    out.assign(items.begin(), items.begin() + keep);
+  else
+    out.assign(items.end() - keep, items.end());
   if (last && !out.empty() && out.back() != *last) out.back() = *last;
   return out;
 }

@@ -14,11 +14,12 @@ constexpr const char* kQwenPattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 std::vector<AddedToken> qwen2_5_special_tokens() {
-  const char* names[] = {"<|endoftext|>",   "<|im_start|>",    "<|im_end|>",     "<|object_ref_start|>", "<|object_ref_end|>",
-                         "<|box_start|>",   "<|box_end|>",     "<|quad_start|>", "<|quad_end|>",         "<|vision_start|>",
-                         "<|vision_end|>",  "<|vision_pad|>",  "<|image_pad|>",  "<|video_pad|>",        "<tool_call>",
-                         "</tool_call>",    "<|fim_prefix|>",  "<|fim_middle|>", "<|fim_suffix|>",       "<|fim_pad|>",
-                         "<|repo_name|>",   "<|file_sep|>"};
+  const char* names[] = {"<|endoftext|>",      "<|im_start|>",     "<|im_end|>",     "<|object_ref_start|>",
+                         "<|object_ref_end|>", "<|box_start|>",    "<|box_end|>",    "<|quad_start|>",
+                         "<|quad_end|>",       "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+                         "<|image_pad|>",      "<|video_pad|>",    "<tool_call>",    "</tool_call>",
+                         "<|fim_prefix|>",     "<|fim_middle|>",   "<|fim_suffix|>", "<|fim_pad|>",
+                         "<|repo_name|>",      "<|file_sep|>"};
   std::vector<AddedToken> t;
   TokenId id = 151643;
   for (const char* n : names) t.push_back({n, id++});
@@ -38,7 +39,8 @@ class Qwen2_5Tokenizer final : public ModelTokenizer {
     newline_ = encode_plain("\n");
   }
 
-  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages, bool add_end_tokens) const override {
+  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
+                                          bool add_end_tokens) const override {
     ft::TokenizedMessages out;
     for (std::size_t i = 0; i < messages.size(); ++i) {
       const auto& m = messages[i];
@@ -72,7 +74,8 @@ class Qwen2_5Tokenizer final : public ModelTokenizer {
     append(t, newline_);
   }
   std::int64_t tool_token(const std::optional<std::int64_t>& id, const char* name) const {
-    if (!id) throw ft::Error(std::string("the tokenizer's vocabulary has no ") + name + " token for an ipython message");
+    if (!id)
+      throw ft::Error(std::string("the tokenizer's vocabulary has no ") + name + " token for an ipython message");
     return *id;
   }
   void header(const std::vector<ft::Message>& ms, std::size_t i, std::vector<std::int64_t>& t) const {
@@ -123,7 +126,8 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, c
     codec = std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
   } else {
     if (merges_file.empty())
-      throw ft::Error("merges_file is required with path = \"" + path + "\" (a vocab.json); or set path to a tokenizer.json");
+      throw ft::Error("merges_file is required with path = \"" + path +
+                      "\" (a vocab.json); or set path to a tokenizer.json");
     codec = std::make_shared<BpeCodec>(load_vocab_merges(
         path, merges_file, kQwenPattern, special_tokens ? std::move(*special_tokens) : qwen2_5_special_tokens()));
   }

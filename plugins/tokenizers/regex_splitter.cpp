@@ -54,8 +54,9 @@ void RegexSplitter::matches(std::string_view text, std::vector<std::string_view>
   std::size_t pos = 0, gap_start = 0;
   std::uint32_t options = 0;
   while (pos < text.size()) {
-    const int rc = compiled_->jit ? pcre2_jit_match(compiled_->code, subject, text.size(), pos, options, md.data, nullptr)
-                                  : pcre2_match(compiled_->code, subject, text.size(), pos, options, md.data, nullptr);
+    const int rc = compiled_->jit
+                       ? pcre2_jit_match(compiled_->code, subject, text.size(), pos, options, md.data, nullptr)
+                       : pcre2_match(compiled_->code, subject, text.size(), pos, options, md.data, nullptr);
     // The subject is checked for valid UTF-8 once, on the first call.
     options = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) break;

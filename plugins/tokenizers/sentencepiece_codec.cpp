@@ -33,7 +33,8 @@ struct Shim {
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void*>(&Shim::open), &info) || !info.dli_fname)
       throw ft::Error("cannot locate the ft_tokenizers plugin to find libft_sentencepiece_shim.so");
-    const auto path = std::filesystem::path(info.dli_fname).parent_path().parent_path().parent_path() / "libft_sentencepiece_shim.so";
+    const auto path =
+        std::filesystem::path(info.dli_fname).parent_path().parent_path().parent_path() / "libft_sentencepiece_shim.so";
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!lib) throw ft::Error("cannot load " + path.string() + " (SentencePiece support): " + dlerror());
     auto sym = [&](const char* name) {

@@ -34,7 +34,8 @@ __attribute__((visibility("default"))) void ftspm_free(void* handle) {
 __attribute__((visibility("default"))) int ftspm_encode(void* handle, const char* text, std::size_t size, int** ids,
                                                         std::size_t* count, char* error, std::size_t error_size) {
   std::vector<int> out;
-  const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Encode(std::string_view(text, size), &out);
+  const auto status =
+      static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Encode(std::string_view(text, size), &out);
   if (!status.ok()) {
     set_error(error, error_size, status.ToString());
     return 1;
@@ -48,7 +49,8 @@ __attribute__((visibility("default"))) int ftspm_encode(void* handle, const char
 __attribute__((visibility("default"))) int ftspm_decode(void* handle, const int* ids, std::size_t count, char** text,
                                                         std::size_t* size, char* error, std::size_t error_size) {
   std::string out;
-  const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Decode(std::vector<int>(ids, ids + count), &out);
+  const auto status =
+      static_cast<sentencepiece::SentencePieceProcessor*>(handle)->Decode(std::vector<int>(ids, ids + count), &out);
   if (!status.ok()) {
     set_error(error, error_size, status.ToString());
     return 1;

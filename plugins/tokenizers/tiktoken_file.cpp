@@ -70,7 +70,9 @@ std::unique_ptr<BpePipeline> load_tiktoken(const std::string& path, const std::s
   spec.pre_tokenizers.push_back(std::move(split));
   spec.decoders.push_back({});
   try {
-    return std::make_unique<BpePipeline>(std::move(spec), std::make_unique<BpeModel>(std::move(vocab), std::vector<std::pair<std::string, std::string>>{}, options));
+    return std::make_unique<BpePipeline>(
+        std::move(spec),
+        std::make_unique<BpeModel>(std::move(vocab), std::vector<std::pair<std::string, std::string>>{}, options));
   } catch (const ft::Error& e) {
     throw ft::Error(path + ": " + e.what());
   }

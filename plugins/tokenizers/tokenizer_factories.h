@@ -14,13 +14,14 @@
 namespace ft_tok {
 
 // `special_tokens`: replaces the family's default special tokens (torchtune's special_tokens_path).
-std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, std::int64_t max_seq_len, Truncation truncation,
+std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                     Truncation truncation,
                                                      std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, const std::string& merges_file,
                                                       std::int64_t max_seq_len, Truncation truncation,
                                                       std::optional<std::vector<AddedToken>> special_tokens);
-std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len, Truncation truncation,
-                                                     bool chat_template);
+std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                     Truncation truncation, bool chat_template);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

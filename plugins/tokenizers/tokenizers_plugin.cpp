@@ -14,8 +14,10 @@ using ft::ValueType;
 ft::Schema common_schema(const std::string& path_help) {
   ft::Schema s;
   s.required("path", ValueType::String, path_help)
-      .optional("max_seq_len", ValueType::Int, "", "truncate tokenized conversations to this many tokens; packed datasets' pack length")
-      .optional("truncation_type", ValueType::String, "\"right\"", "which end truncation keeps: right (the start) or left (the end)");
+      .optional("max_seq_len", ValueType::Int, "",
+                "truncate tokenized conversations to this many tokens; packed datasets' pack length")
+      .optional("truncation_type", ValueType::String, "\"right\"",
+                "which end truncation keeps: right (the start) or left (the end)");
   return s;
 }
 
@@ -42,13 +44,15 @@ std::optional<std::vector<ft_tok::AddedToken>> special_tokens(const ft::ConfigNo
 // torchtune accepts any PromptTemplate; fthost renders each family's own chat format.
 void refuse_prompt_template(const ft::ConfigNode& cfg) {
   if (auto t = cfg.get_optional<std::string>("prompt_template"); t && !t->empty())
-    cfg.fail("prompt_template", "custom prompt templates are not supported; the family's chat format is used (remove the key)");
+    cfg.fail("prompt_template",
+             "custom prompt templates are not supported; the family's chat format is used (remove the key)");
 }
 
 void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("tokenizer.json, or Llama 3's tiktoken tokenizer.model");
-    s.optional("special_tokens_path", ValueType::String, "", "tokenizer.json whose added_tokens replace Llama 3's special tokens (tiktoken files)")
+    s.optional("special_tokens_path", ValueType::String, "",
+               "tokenizer.json whose added_tokens replace Llama 3's special tokens (tiktoken files)")
         .optional("prompt_template", ValueType::String, "", "not supported: Llama 3's chat format is built in");
     reg.add<ft::Tokenizer>("torchtune.models.llama3.llama3_tokenizer", std::move(s),
                            "Llama 3 tokenizer (tiktoken or tokenizer.json) with the Llama 3 chat format",
@@ -61,30 +65,33 @@ void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("vocab.json (with merges_file) or tokenizer.json");
     s.optional("merges_file", ValueType::String, "", "merges.txt, required when path is a vocab.json")
-        .optional("special_tokens_path", ValueType::String, "", "tokenizer.json whose added_tokens replace Qwen 2.5's special tokens")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Qwen 2.5's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
     reg.add<ft::Tokenizer>("torchtune.models.qwen2_5.qwen2_5_tokenizer", std::move(s),
                            "Qwen 2.5 byte-level BPE tokenizer with the ChatML chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
-                             return ft_tok::make_qwen2_5_tokenizer(cfg.get<std::string>("path"),
-                                                                   cfg.get<std::string>("merges_file", ""), max_seq_len(cfg),
-                                                                   truncation(cfg), special_tokens(cfg));
+                             return ft_tok::make_qwen2_5_tokenizer(
+                                 cfg.get<std::string>("path"), cfg.get<std::string>("merges_file", ""),
+                                 max_seq_len(cfg), truncation(cfg), special_tokens(cfg));
                            });
   }
   {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, "\"torchtune.models.llama2.Llama2ChatTemplate\"",
                "Llama2ChatTemplate ([INST] ... [/INST]) or \"\" for none");
-    reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", std::move(s),
-                           "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
-                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
-                             const auto t = cfg.get<std::string>("prompt_template");
-                             if (!t.empty() && t != "torchtune.models.llama2.Llama2ChatTemplate")
-                               cfg.fail("prompt_template", "expected \"torchtune.models.llama2.Llama2ChatTemplate\" or \"\", got \"" + t + "\"");
-                             return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
-                                                                  truncation(cfg), !t.empty());
-                           });
+    reg.add<ft::Tokenizer>(
+        "torchtune.models.llama2.llama2_tokenizer", std::move(s),
+        "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
+        [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+          const auto t = cfg.get<std::string>("prompt_template");
+          if (!t.empty() && t != "torchtune.models.llama2.Llama2ChatTemplate")
+            cfg.fail("prompt_template",
+                     "expected \"torchtune.models.llama2.Llama2ChatTemplate\" or \"\", got \"" + t + "\"");
+          return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg), truncation(cfg),
+                                               !t.empty());
+        });
   }
 }
 

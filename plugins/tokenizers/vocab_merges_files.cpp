@@ -51,7 +51,8 @@ std::unique_ptr<BpePipeline> load_vocab_merges(const std::string& vocab_path, co
   BpeOptions options;
   options.alphabet = BpeOptions::Alphabet::Bytes;
   try {
-    return std::make_unique<BpePipeline>(std::move(spec), std::make_unique<BpeModel>(std::move(vocab), merges, options));
+    return std::make_unique<BpePipeline>(std::move(spec),
+                                         std::make_unique<BpeModel>(std::move(vocab), merges, options));
   } catch (const ft::Error& e) {
     throw ft::Error(merges_path + ": " + e.what());
   }

@@ -149,10 +149,14 @@ struct Convert<std::vector<E>> {
 
 template <class T>
 std::string expected_text() {
-  if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "an array of integers";
-  else if constexpr (std::is_same_v<T, std::vector<double>>) return "an array of numbers";
-  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "an array of strings";
-  else return Convert<T>::expected;
+  if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+    return "an array of integers";
+  else if constexpr (std::is_same_v<T, std::vector<double>>)
+    return "an array of numbers";
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return "an array of strings";
+  else
+    return Convert<T>::expected;
 }
 
 }  // namespace
@@ -242,9 +246,9 @@ T ConfigNode::get(std::string_view key, T fallback) const {
   return v ? *v : fallback;
 }
 
-#define FT_INSTANTIATE_GET(T)                                                  \
-  template T ConfigNode::get<T>(std::string_view) const;                       \
-  template T ConfigNode::get<T>(std::string_view, T) const;                    \
+#define FT_INSTANTIATE_GET(T)                               \
+  template T ConfigNode::get<T>(std::string_view) const;    \
+  template T ConfigNode::get<T>(std::string_view, T) const; \
   template std::optional<T> ConfigNode::get_optional<T>(std::string_view) const;
 
 FT_INSTANTIATE_GET(bool)

@@ -47,9 +47,10 @@ void Registry::merge(Registry&& other, const std::string& library, std::shared_p
 
 const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const {
   const std::string name = table.component();
-  if (name.empty()) table.fail("_component_", "missing: name the " + std::string(kind_name(kind)) +
-                                                  " to use, e.g. _component_ = \"...\" (see `fthost ls " +
-                                                  std::string(kind_name(kind)) + "`)");
+  if (name.empty())
+    table.fail("_component_", "missing: name the " + std::string(kind_name(kind)) +
+                                  " to use, e.g. _component_ = \"...\" (see `fthost ls " +
+                                  std::string(kind_name(kind)) + "`)");
   const ComponentInfo* info = find(name);
   if (!info) {
     std::vector<std::string> names;
@@ -68,7 +69,9 @@ const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const
   if (info->kind != kind) {
     const std::string is = std::string(kind_name(info->kind));
     const std::string want = std::string(kind_name(kind));
-    auto article = [](const std::string& w) { return std::string("aeiou").find(w[0]) != std::string::npos ? "an " : "a "; };
+    auto article = [](const std::string& w) {
+      return std::string("aeiou").find(w[0]) != std::string::npos ? "an " : "a ";
+    };
     throw ConfigError(table.origin("_component_") + ": " + table.path() + ": '" + name + "' is " + article(is) + is +
                       ", not " + article(want) + want);
   }
@@ -82,7 +85,8 @@ const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const
 }
 
 void Registry::fail_construction(const ConfigNode& table, const ComponentInfo& info, const char* what) {
-  throw ConfigError(table.origin() + ": " + table.path() + ": " + info.name + " (" + info.library + ") failed: " + what);
+  throw ConfigError(table.origin() + ": " + table.path() + ": " + info.name + " (" + info.library +
+                    ") failed: " + what);
 }
 
 }  // namespace ft

@@ -38,14 +38,14 @@ const KeySpec* Schema::find(std::string_view name) const {
 }
 
 Schema& Schema::add(KeySpec spec) {
-  if (spec.name.empty() || spec.name == "_component_")
-    throw Error("schema: invalid key name '" + spec.name + "'");
+  if (spec.name.empty() || spec.name == "_component_") throw Error("schema: invalid key name '" + spec.name + "'");
   if (find(spec.name)) throw Error("schema: key '" + spec.name + "' declared twice");
   if (!spec.default_toml.empty()) {
     try {
       detail::parse_value_as_table(spec.default_toml);
     } catch (const std::exception& e) {
-      throw Error("schema: key '" + spec.name + "': default `" + spec.default_toml + "` is not a TOML value: " + e.what());
+      throw Error("schema: key '" + spec.name + "': default `" + spec.default_toml +
+                  "` is not a TOML value: " + e.what());
     }
   }
   keys_.push_back(std::move(spec));

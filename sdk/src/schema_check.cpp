@@ -9,8 +9,7 @@ bool value_matches(ValueType type, const toml::node& node) {
   switch (type) {
     case ValueType::Bool: return node.is_boolean();
     case ValueType::Int: return node.is_integer();
-    case ValueType::Float:
-      return node.is_number() || (node.is_string() && (*node.value<std::string>() == "inf"));
+    case ValueType::Float: return node.is_number() || (node.is_string() && (*node.value<std::string>() == "inf"));
     case ValueType::String: return node.is_string();
     case ValueType::List: return node.is_array();
     case ValueType::Table: return node.is_table();

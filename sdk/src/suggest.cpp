@@ -12,8 +12,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
     }
     std::swap(prev, cur);
@@ -34,8 +34,8 @@ std::vector<std::string> close_matches(std::string_view word, const std::vector<
   const std::size_t budget = std::max<std::size_t>(2, last_segment(word).size() / 3);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& c : candidates) {
-    std::size_t d = std::min(edit_distance(word, c), edit_distance(last_segment(word), last_segment(c)) +
-                                                         (last_segment(word) == word ? 0 : 1));
+    std::size_t d = std::min(edit_distance(word, c),
+                             edit_distance(last_segment(word), last_segment(c)) + (last_segment(word) == word ? 0 : 1));
     if (d <= budget) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(), [](auto& x, auto& y) { return x.first < y.first; });

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -99,7 +99,8 @@ std::map<int, json> by_step(const std::vector<json>& rows) {
 
 // Every row a (possibly interrupted and resumed, so repeated) run logged is bitwise the
 // reference's row of that step, and every step was logged.
-void expect_same_trajectory(const std::map<int, json>& reference, const std::vector<json>& rows, const std::string& log) {
+void expect_same_trajectory(const std::map<int, json>& reference, const std::vector<json>& rows,
+                            const std::string& log) {
   std::set<int> seen;
   for (const json& r : rows) {
     const int step = r.at("step").get<int>();
@@ -152,7 +153,9 @@ class CheckpointResume : public ::testing::Test {
     delete reference_dir_;
   }
 
-  static std::string final_weights(const std::string& out) { return fttest::read_file(out + "/epoch_1/model.safetensors"); }
+  static std::string final_weights(const std::string& out) {
+    return fttest::read_file(out + "/epoch_1/model.safetensors");
+  }
 
   static std::map<int, json>* reference_;
   static std::string* reference_dir_;
@@ -180,7 +183,8 @@ TEST_F(CheckpointResume, KilledAtARandomStepResumesBitwise) {
     }
     const std::size_t logged_before = lines_in(metrics_of(out));
     ASSERT_LT(logged_before, static_cast<std::size_t>(kTotalSteps)) << fttest::read_file(log);
-    auto resumed = fttest::run_fthost("--config " + config + kShape + " save_every_n_steps=2 resume_from_checkpoint=true");
+    auto resumed =
+        fttest::run_fthost("--config " + config + kShape + " save_every_n_steps=2 resume_from_checkpoint=true");
     ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
     expect_same_trajectory(*reference_, read_jsonl(metrics_of(out)), resumed.output);
@@ -194,7 +198,8 @@ TEST_F(CheckpointResume, RepeatedKillsAtRandomTimesNeverLoseTheRun) {
   const std::string out = fttest::temp_dir();
   const std::string config = config_in(out);
   const std::string log = out + "/run.log";
-  const std::string args = "--config " + config + kShape + " save_every_n_steps=1 keep_last_n=2 resume_from_checkpoint=true";
+  const std::string args =
+      "--config " + config + kShape + " save_every_n_steps=1 keep_last_n=2 resume_from_checkpoint=true";
   std::mt19937 rng(7);
   int exit_code = -1;
   for (int attempt = 0; attempt < 40 && exit_code != 0; ++attempt) {
@@ -234,10 +239,12 @@ TEST_F(CheckpointResume, InterruptedSavesAreIgnoredAndRemoved) {
   fs::create_directories(out + "/step_9");
   fs::copy(out + "/step_4/model.safetensors", out + "/step_9/model.safetensors");
 
-  auto resumed = fttest::run_fthost("--config " + config + kShape + " save_every_n_steps=2 resume_from_checkpoint=true");
+  auto resumed =
+      fttest::run_fthost("--config " + config + kShape + " save_every_n_steps=2 resume_from_checkpoint=true");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from " + out + "/step_4: step 4"), std::string::npos) << resumed.output;
-  EXPECT_NE(resumed.output.find("removed " + out + "/.step_5.partial-4242, left by an interrupted save"), std::string::npos)
+  EXPECT_NE(resumed.output.find("removed " + out + "/.step_5.partial-4242, left by an interrupted save"),
+            std::string::npos)
       << resumed.output;
   EXPECT_EQ(hidden_entries_of(out), std::set<std::string>{});
   expect_same_trajectory(*reference_, read_jsonl(metrics_of(out)), resumed.output);
@@ -305,8 +312,9 @@ class DamagedCheckpoint : public CheckpointResume {
 };
 
 TEST_F(DamagedCheckpoint, TruncatedOptimizerState) {
-  expect_refused([](const std::string& c) { truncate(c + "/recipe_state/optimizer-rank-00000-of-00001.safetensors", 100); },
-                 "recipe_state/optimizer-rank-00000-of-00001.safetensors", "truncated");
+  expect_refused(
+      [](const std::string& c) { truncate(c + "/recipe_state/optimizer-rank-00000-of-00001.safetensors", 100); },
+      "recipe_state/optimizer-rank-00000-of-00001.safetensors", "truncated");
 }
 
 TEST_F(DamagedCheckpoint, CorruptModelWeights) {
@@ -316,13 +324,16 @@ TEST_F(DamagedCheckpoint, CorruptModelWeights) {
 }
 
 TEST_F(DamagedCheckpoint, CorruptOptimizerTensors) {
-  expect_refused([](const std::string& c) { overwrite(c + "/recipe_state/optimizer-rank-00000-of-00001.safetensors", 0, "\xff\xff\xff\xff"); },
-                 "recipe_state/optimizer-rank-00000-of-00001.safetensors", "optimizer-rank-00000-of-00001.safetensors");
+  expect_refused(
+      [](const std::string& c) {
+        overwrite(c + "/recipe_state/optimizer-rank-00000-of-00001.safetensors", 0, "\xff\xff\xff\xff");
+      },
+      "recipe_state/optimizer-rank-00000-of-00001.safetensors", "optimizer-rank-00000-of-00001.safetensors");
 }
 
 TEST_F(DamagedCheckpoint, TruncatedManifest) {
-  expect_refused([](const std::string& c) { truncate(c + "/recipe_state/manifest.json", 40); }, "recipe_state/manifest.json",
-                 "not valid JSON");
+  expect_refused([](const std::string& c) { truncate(c + "/recipe_state/manifest.json", 40); },
+                 "recipe_state/manifest.json", "not valid JSON");
 }
 
 TEST_F(DamagedCheckpoint, ManifestMissingAKey) {
@@ -355,9 +366,11 @@ TEST_F(DamagedCheckpoint, AnotherWorldSize) {
 TEST_F(CheckpointResume, ConflictingConfigValues) {
   const std::string out = fttest::temp_dir();
   fs::copy(*reference_dir_ + "/epoch_0", out + "/epoch_0", fs::copy_options::recursive);
-  auto warned = fttest::run_fthost("--config " + config_in(out) + " epochs=2 max_steps_per_epoch=5 seed=3 resume_from_checkpoint=true");
+  auto warned = fttest::run_fthost("--config " + config_in(out) +
+                                   " epochs=2 max_steps_per_epoch=5 seed=3 resume_from_checkpoint=true");
   ASSERT_EQ(warned.exit_code, 0) << warned.output;
-  EXPECT_NE(warned.output.find("config seed 3 differs from the checkpoint's 0; using the checkpoint's"), std::string::npos)
+  EXPECT_NE(warned.output.find("config seed 3 differs from the checkpoint's 0; using the checkpoint's"),
+            std::string::npos)
       << warned.output;
   EXPECT_NE(warned.output.find("config max_steps_per_epoch 5 differs from the checkpoint's 6"), std::string::npos);
   std::vector<json> rows = read_jsonl(metrics_of(out));
@@ -367,10 +380,11 @@ TEST_F(CheckpointResume, ConflictingConfigValues) {
     if (step > 6) second_epoch[step] = row;
   expect_same_trajectory(second_epoch, rows, warned.output);
 
-  auto refused = fttest::run_fthost("--config " + config_in(out) + kShape + " batch_size=1 resume_from_checkpoint=" + out +
-                                    "/epoch_0");
+  auto refused = fttest::run_fthost("--config " + config_in(out) + kShape +
+                                    " batch_size=1 resume_from_checkpoint=" + out + "/epoch_0");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find(out + "/epoch_0/recipe_state/manifest.json: saved with batch_size 2"), std::string::npos)
+  EXPECT_NE(refused.output.find(out + "/epoch_0/recipe_state/manifest.json: saved with batch_size 2"),
+            std::string::npos)
       << refused.output;
 
   auto bad_path = fttest::run_fthost("--config " + config_in(out) + " resume_from_checkpoint=" + out + "/nowhere");
@@ -385,8 +399,8 @@ TEST_F(CheckpointResume, AsyncSaveWritesTheSameBytes) {
   const std::string sync_out = fttest::temp_dir(), async_out = fttest::temp_dir();
   auto sync_run = fttest::run_fthost("--config " + config_in(sync_out) + kShape + " save_every_n_steps=4");
   ASSERT_EQ(sync_run.exit_code, 0) << sync_run.output;
-  auto async_run =
-      fttest::run_fthost("--config " + config_in(async_out) + kShape + " save_every_n_steps=4 enable_async_checkpointing=true");
+  auto async_run = fttest::run_fthost("--config " + config_in(async_out) + kShape +
+                                      " save_every_n_steps=4 enable_async_checkpointing=true");
   ASSERT_EQ(async_run.exit_code, 0) << async_run.output;
   EXPECT_NE(async_run.output.find("(in the background)"), std::string::npos) << async_run.output;
   for (const char* tag : {"step_4", "epoch_0", "step_8", "epoch_1"}) {
@@ -395,7 +409,8 @@ TEST_F(CheckpointResume, AsyncSaveWritesTheSameBytes) {
     const auto async_files = files_under(async_out + "/" + tag);
     ASSERT_FALSE(sync_files.empty());
     EXPECT_EQ(sync_files.size(), async_files.size());
-    for (const auto& [name, bytes] : sync_files) EXPECT_TRUE(async_files.count(name) && async_files.at(name) == bytes) << name;
+    for (const auto& [name, bytes] : sync_files)
+      EXPECT_TRUE(async_files.count(name) && async_files.at(name) == bytes) << name;
   }
   expect_same_trajectory(*reference_, read_jsonl(metrics_of(async_out)), async_run.output);
 }
@@ -408,22 +423,24 @@ TEST(CheckpointResumeSharded, FsdpTwoRanksResumeMidEpochBitwise) {
   auto a = fttest::run_fthost("--config " + config_in(full) + fsdp + kShape + " save_every_n_steps=3");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   for (int rank = 0; rank < 2; ++rank)
-    EXPECT_TRUE(fs::exists(full + "/step_3/recipe_state/optimizer-rank-0000" + std::to_string(rank) + "-of-00002.safetensors"));
+    EXPECT_TRUE(
+        fs::exists(full + "/step_3/recipe_state/optimizer-rank-0000" + std::to_string(rank) + "-of-00002.safetensors"));
   const auto reference = by_step(read_jsonl(metrics_of(full)));
   ASSERT_EQ(reference.size(), static_cast<std::size_t>(kTotalSteps));
 
   for (const char* from : {"step_3", "step_9"}) {
     SCOPED_TRACE(from);
     const std::string out = fttest::temp_dir();
-    auto b = fttest::run_fthost("--config " + config_in(out) + fsdp + kShape + " enable_async_checkpointing=true resume_from_checkpoint=" +
-                           full + "/" + from);
+    auto b = fttest::run_fthost("--config " + config_in(out) + fsdp + kShape +
+                                " enable_async_checkpointing=true resume_from_checkpoint=" + full + "/" + from);
     ASSERT_EQ(b.exit_code, 0) << b.output;
     const int first = std::stoi(std::string(from).substr(5)) + 1;
     std::map<int, json> rest;
     for (const auto& [step, row] : reference)
       if (step >= first) rest[step] = row;
     expect_same_trajectory(rest, read_jsonl(metrics_of(out)), b.output);
-    EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") == fttest::read_file(full + "/epoch_1/model.safetensors"));
+    EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") ==
+                fttest::read_file(full + "/epoch_1/model.safetensors"));
   }
 }
 

@@ -1,7 +1,6 @@
 // The fthost binary end to end: exit codes and the messages a user sees.
 #include "test_helpers.h"
 
-
 namespace {
 
 using Result = fttest::CommandResult;
@@ -41,7 +40,8 @@ TEST(Cli, PluginsListsLibraries) {
 TEST(Cli, ValidateReportsEveryProblem) {
   auto ok = run("validate --config " + kDemo);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  auto bad = run("validate --config " + kDemo + " optimizer.lrr=1 bach_size=2 loss._component_=\\\"torch.optim.SGD\\\"");
+  auto bad =
+      run("validate --config " + kDemo + " optimizer.lrr=1 bach_size=2 loss._component_=\\\"torch.optim.SGD\\\"");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("3 problem(s)"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("command line: optimizer.lrr: unknown key; did you mean 'lr'?"), std::string::npos);
@@ -68,7 +68,8 @@ TEST(Cli, PortedConfigValidatesWithFsdpAndHsdp) {
     auto r = run("validate --config " + config + " parallelism._component_=" + strategy);
     EXPECT_EQ(r.exit_code, 0) << strategy << "\n" << r.output;
   }
-  auto bad = run("validate --config " + config + " parallelism._component_=fthost.parallelism.hsdp parallelism.reshard=1");
+  auto bad =
+      run("validate --config " + config + " parallelism._component_=fthost.parallelism.hsdp parallelism.reshard=1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("parallelism.reshard: unknown key for fthost.parallelism.hsdp"), std::string::npos)
       << bad.output;
@@ -111,10 +112,11 @@ TEST(Cli, BrokenPluginDirFailsWithItsMessage) {
 
 TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
   const std::string dir = fttest::temp_dir();
-  auto r = run("--config " + kDemo + " output_dir=" + dir +
-               " dataset.source=" + FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl" +
+  auto r = run("--config " + kDemo + " output_dir=" + dir + " dataset.source=" + FT_SOURCE_DIR +
+               "/configs/demo/sort_tokens.jsonl" +
                " epochs=2 max_steps_per_epoch=20 log_every_n_steps=10 metric_logger._component_=" +
-               "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' metric_logger.output_fmt=jsonl");
+               "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' "
+               "metric_logger.output_fmt=jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string text = fttest::read_file(dir + "/config.effective.toml");
   EXPECT_NE(text.find("max_steps_per_epoch = 20"), std::string::npos) << text;
@@ -138,9 +140,9 @@ TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
     EXPECT_TRUE(boost::filesystem::exists(dir + "/" + epoch + "/config.json")) << epoch;
   }
   // The saved checkpoint is a Hugging Face model directory fthost itself can start from.
-  auto resumed = run("--config " + kDemo + " output_dir=" + dir + "/again dataset.source=" + FT_SOURCE_DIR +
-                     "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=2 checkpointer.checkpoint_dir=" +
-                     dir + "/epoch_1");
+  auto resumed = run(
+      "--config " + kDemo + " output_dir=" + dir + "/again dataset.source=" + FT_SOURCE_DIR +
+      "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=2 checkpointer.checkpoint_dir=" + dir + "/epoch_1");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("weights from the checkpoint"), std::string::npos) << resumed.output;
 }

@@ -111,9 +111,9 @@ num_warmup_steps = 4
     lrs.push_back(opt->lr());
   }
   EXPECT_DOUBLE_EQ(lrs[0], 0.0);
-  EXPECT_DOUBLE_EQ(lrs[2], 1.0);    // 2 * 2/4
-  EXPECT_DOUBLE_EQ(lrs[4], 2.0);    // warmup done
-  EXPECT_DOUBLE_EQ(lrs[12], 1.0);   // 2 * (20 - 12) / 16
+  EXPECT_DOUBLE_EQ(lrs[2], 1.0);   // 2 * 2/4
+  EXPECT_DOUBLE_EQ(lrs[4], 2.0);   // warmup done
+  EXPECT_DOUBLE_EQ(lrs[12], 1.0);  // 2 * (20 - 12) / 16
   EXPECT_DOUBLE_EQ(lrs[20], 0.0);
 }
 
@@ -201,16 +201,20 @@ max_seq_len = 16
 
 TEST_F(ModelAndLossErrors, HfConfigBuilderNamesTheJsonField) {
   auto config_json = [](const std::string& body) {
-    return "[model]\n_component_ = \"fthost.models.from_hf_config\"\npath = \"" + fttest::write_temp("config.json", body) + "\"\n";
+    return "[model]\n_component_ = \"fthost.models.from_hf_config\"\npath = \"" +
+           fttest::write_temp("config.json", body) + "\"\n";
   };
   const std::string llama = R"({"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 16,
     "rms_norm_eps": 1e-5, "rope_theta": 10000.0)";
-  EXPECT_NE(error_of<ft::Model>(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\" is not a supported architecture"),
-            std::string::npos);
-  EXPECT_NE(error_of<ft::Model>(config_json(llama + R"(, "hidden_act": "gelu"})")).find("\"hidden_act\": only \"silu\""),
-            std::string::npos);
-  EXPECT_NE(error_of<ft::Model>(config_json(llama + R"(, "hidden_size": "wide"})")).find("\"hidden_size\": expected an integer"),
+  EXPECT_NE(
+      error_of<ft::Model>(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\" is not a supported architecture"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of<ft::Model>(config_json(llama + R"(, "hidden_act": "gelu"})")).find("\"hidden_act\": only \"silu\""),
+      std::string::npos);
+  EXPECT_NE(error_of<ft::Model>(config_json(llama + R"(, "hidden_size": "wide"})"))
+                .find("\"hidden_size\": expected an integer"),
             std::string::npos);
   EXPECT_NE(error_of<ft::Model>(config_json("{not json")).find("not valid JSON"), std::string::npos);
   auto model = loader_->registry().instantiate<ft::Model>(root(config_json(llama + "}")).table("model"));
@@ -231,12 +235,14 @@ TEST_F(ModelAndLossErrors, ForwardRejectsTokensTheModelCannotEmbed) {
 }
 
 TEST_F(ModelAndLossErrors, LossesRefuseWhatTheyDoNotImplement) {
-  EXPECT_NE(error_of<ft::Loss>("[loss]\n_component_ = \"torch.nn.CrossEntropyLoss\"\nreduction = \"sum\"\n").find("loss.reduction"),
+  EXPECT_NE(error_of<ft::Loss>("[loss]\n_component_ = \"torch.nn.CrossEntropyLoss\"\nreduction = \"sum\"\n")
+                .find("loss.reduction"),
             std::string::npos);
   EXPECT_NE(error_of<ft::Loss>("[loss]\n_component_ = \"torch.nn.CrossEntropyLoss\"\nlabel_smoothing = 0.1\n")
                 .find("label smoothing is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of<ft::Loss>("[loss]\n_component_ = \"torchtune.modules.loss.CEWithChunkedOutputLoss\"\nnum_output_chunks = 0\n")
+  EXPECT_NE(error_of<ft::Loss>(
+                "[loss]\n_component_ = \"torchtune.modules.loss.CEWithChunkedOutputLoss\"\nnum_output_chunks = 0\n")
                 .find("must be at least 1, got 0"),
             std::string::npos);
 }
@@ -250,7 +256,8 @@ TEST_F(ModelAndLossErrors, LossesAgreeOnTheSameOutput) {
   std::vector<double> sums;
   for (const char* name : {"torch.nn.CrossEntropyLoss", "torchtune.modules.loss.CEWithChunkedOutputLoss",
                            "torchtune.modules.loss.LinearCrossEntropyLoss"}) {
-    auto loss = loader_->registry().instantiate<ft::Loss>(root(std::string("[loss]\n_component_ = \"") + name + "\"\n").table("loss"));
+    auto loss = loader_->registry().instantiate<ft::Loss>(
+        root(std::string("[loss]\n_component_ = \"") + name + "\"\n").table("loss"));
     auto out = model->forward({tokens}, loss->output_request());
     sums.push_back(loss->sum(out, targets, *model).item<double>());
   }
@@ -259,7 +266,8 @@ TEST_F(ModelAndLossErrors, LossesAgreeOnTheSameOutput) {
   const double reference =
       torch::nn::functional::cross_entropy(logits.reshape({-1, 64}), targets.reshape({-1}),
                                            torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100))
-          .item<double>() * 14.0;
+          .item<double>() *
+      14.0;
   for (double s : sums) EXPECT_NEAR(s, reference, 1e-4 * std::abs(reference));
 }
 

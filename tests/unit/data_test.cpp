@@ -110,8 +110,9 @@ TEST_F(Data, BadLinesNameFileAndLine) {
   };
   EXPECT_NE(msg("{\"tokens\": [1, 2], \"labels\": [1, 2]}\n{\"tokens\": [1,\n").find("d.jsonl:2: not valid JSON"),
             std::string::npos);
-  EXPECT_NE(msg("{\"tokens\": [1, 2], \"labels\": [1]}\n").find("d.jsonl:1: \"tokens\" has 2 entries but \"labels\" has 1"),
-            std::string::npos);
+  EXPECT_NE(
+      msg("{\"tokens\": [1, 2], \"labels\": [1]}\n").find("d.jsonl:1: \"tokens\" has 2 entries but \"labels\" has 1"),
+      std::string::npos);
   EXPECT_NE(msg("{\"tokens\": [1, 2.5], \"labels\": [1, 2]}\n").find("non-integer: 2.5"), std::string::npos);
   EXPECT_NE(msg("{\"input_ids\": [1]}\n").find("expected a list of integers under \"tokens\""), std::string::npos);
   EXPECT_NE(msg("\n").find("dataset has no samples"), std::string::npos);

@@ -84,7 +84,8 @@ TEST(Distributed, FsdpHoldsHalfTheParametersPerRank) {
   auto r = fttest::run_fthost("--nproc-per-node 2 --config " + golden_config("llama3_untied_ga2", out, 2, 1));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("this rank holds (\\d+) of (\\d+) parameter bytes"))) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("this rank holds (\\d+) of (\\d+) parameter bytes")))
+      << r.output;
   const double held = std::stod(m[1]), full = std::stod(m[2]);
   EXPECT_GE(held / full, 0.5);
   EXPECT_LT(held / full, 0.51);
@@ -99,7 +100,8 @@ TEST(Distributed, TorchrunStyleEnvironment) {
   for (int rank = 0; rank < 2; ++rank)
     cmd += "RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
            " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + FTHOST_BINARY +
-           " --config " + config + " > " + out + "/rank" + std::to_string(rank) + ".log 2>&1 & p" + std::to_string(rank) + "=$!; ";
+           " --config " + config + " > " + out + "/rank" + std::to_string(rank) + ".log 2>&1 & p" +
+           std::to_string(rank) + "=$!; ";
   // By pid: bash keeps a finished child's status for `wait $pid`, not always for `wait %job`.
   cmd += "wait $p0; a=$?; wait $p1; b=$?; exit $((a + b))";
   const int status = std::system(("bash -c '" + cmd + "'").c_str());
@@ -121,9 +123,12 @@ TEST(DistributedEnvironment, ReadsTorchrunSlurmAndNothing) {
   EXPECT_EQ(none.world_size, 1);
   EXPECT_EQ(none.launcher, "none");
 
-  const std::map<std::string, std::string> torchrun = {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-                                                      {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.7"},
-                                                      {"MASTER_PORT", "29600"}};
+  const std::map<std::string, std::string> torchrun = {{"RANK", "3"},
+                                                       {"WORLD_SIZE", "8"},
+                                                       {"LOCAL_RANK", "1"},
+                                                       {"LOCAL_WORLD_SIZE", "2"},
+                                                       {"MASTER_ADDR", "10.0.0.7"},
+                                                       {"MASTER_PORT", "29600"}};
   auto t = read_distributed_environment([&](const std::string& n) { return from(torchrun, n); });
   EXPECT_EQ(t.launcher, "torchrun");
   EXPECT_EQ(t.rank, 3);
@@ -134,9 +139,11 @@ TEST(DistributedEnvironment, ReadsTorchrunSlurmAndNothing) {
   EXPECT_EQ(t.master_port, 29600);
 
   // What srun sets for task 5 of 6, 3 tasks per node on 2 nodes.
-  const std::map<std::string, std::string> slurm = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"},
-                                                   {"SLURM_LOCALID", "2"}, {"SLURM_TASKS_PER_NODE", "3(x2)"},
-                                                   {"SLURM_JOB_NODELIST", "gpu-[017-018]"}};
+  const std::map<std::string, std::string> slurm = {{"SLURM_PROCID", "5"},
+                                                    {"SLURM_NTASKS", "6"},
+                                                    {"SLURM_LOCALID", "2"},
+                                                    {"SLURM_TASKS_PER_NODE", "3(x2)"},
+                                                    {"SLURM_JOB_NODELIST", "gpu-[017-018]"}};
   auto s = read_distributed_environment([&](const std::string& n) { return from(slurm, n); });
   EXPECT_EQ(s.launcher, "slurm");
   EXPECT_EQ(s.rank, 5);
@@ -151,12 +158,14 @@ TEST(DistributedEnvironment, ReadsTorchrunSlurmAndNothing) {
   EXPECT_EQ(fthost::first_slurm_host("single"), "single");
 
   const std::map<std::string, std::string> bad = {{"RANK", "2"}, {"WORLD_SIZE", "2"}};
-  EXPECT_NE(fttest::error_of([&] { read_distributed_environment([&](const std::string& n) { return from(bad, n); }); })
-                .find("RANK 2 is not below WORLD_SIZE 2"),
+  EXPECT_NE(fttest::error_of([&] {
+              read_distributed_environment([&](const std::string& n) { return from(bad, n); });
+            }).find("RANK 2 is not below WORLD_SIZE 2"),
             std::string::npos);
   const std::map<std::string, std::string> junk = {{"RANK", "x"}, {"WORLD_SIZE", "2"}};
-  EXPECT_NE(fttest::error_of([&] { read_distributed_environment([&](const std::string& n) { return from(junk, n); }); })
-                .find("RANK=\"x\": expected a non-negative integer"),
+  EXPECT_NE(fttest::error_of([&] {
+              read_distributed_environment([&](const std::string& n) { return from(junk, n); });
+            }).find("RANK=\"x\": expected a non-negative integer"),
             std::string::npos);
 }
 

@@ -38,8 +38,8 @@ inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(s
 
 // The case's hyperparameters (cases.json, strings) as a run configuration.
 // `batch_size` / `grad_accum` 0: the case's own.
-inline std::string config_for(const std::string& case_name, const std::string& loss_component, const std::string& out_dir,
-                              int batch_size = 0, int grad_accum = 0) {
+inline std::string config_for(const std::string& case_name, const std::string& loss_component,
+                              const std::string& out_dir, int batch_size = 0, int grad_accum = 0) {
   const json c = read_json(golden_dir() + "/cases.json").at(case_name);
   const json& h = c.at("hyperparameters");
   const std::string fixture = golden_dir() + "/" + c.at("fixture").get<std::string>();
@@ -53,7 +53,8 @@ inline std::string config_for(const std::string& case_name, const std::string& l
        << "seed = 0\nepochs = 1\n"
        << "max_steps_per_epoch = " << value("steps", "") << "\n"
        << "batch_size = " << (batch_size ? std::to_string(batch_size) : value("batch_size", "")) << "\n"
-       << "gradient_accumulation_steps = " << (grad_accum ? std::to_string(grad_accum) : value("grad_accum", "1")) << "\n"
+       << "gradient_accumulation_steps = " << (grad_accum ? std::to_string(grad_accum) : value("grad_accum", "1"))
+       << "\n"
        << "clip_grad_norm = " << (h.contains("clip_grad_norm") ? value("clip_grad_norm", "") : "\"inf\"") << "\n"
        << "shuffle = " << (h.contains("shuffle") && h.at("shuffle").get<bool>() ? "true" : "false") << "\n"
        << "dtype = \"fp32\"\nnum_threads = 1\n\n"
@@ -97,12 +98,12 @@ inline std::map<std::string, std::vector<float>> read_f32_safetensors(const std:
 }
 
 inline std::map<std::string, std::vector<float>> read_saved_model(const std::string& dir) {
-  if (!boost::filesystem::exists(dir + "/model.safetensors.index.json")) return read_f32_safetensors(dir + "/model.safetensors");
+  if (!boost::filesystem::exists(dir + "/model.safetensors.index.json"))
+    return read_f32_safetensors(dir + "/model.safetensors");
   std::map<std::string, std::vector<float>> all;
   std::set<std::string> files;
   const json index = read_json(dir + "/model.safetensors.index.json");
-  for (const auto& [name, file] : index.at("weight_map").items())
-    files.insert(file.get<std::string>());
+  for (const auto& [name, file] : index.at("weight_map").items()) files.insert(file.get<std::string>());
   for (const auto& f : files) all.merge(read_f32_safetensors(dir + "/" + f));
   return all;
 }

@@ -80,8 +80,9 @@ at::Tensor parameter(ft::Model& model, const std::string& name) {
 }
 
 // Loads the fixture, checks a few parameters against the file itself, then the golden logits.
-void expect_golden_initial_logits(const std::shared_ptr<ft::Model>& model, const std::shared_ptr<ft::Checkpointer>& ckpt,
-                                  const std::string& fixture_name, const std::string& golden_case) {
+void expect_golden_initial_logits(const std::shared_ptr<ft::Model>& model,
+                                  const std::shared_ptr<ft::Checkpointer>& ckpt, const std::string& fixture_name,
+                                  const std::string& golden_case) {
   ASSERT_TRUE(ckpt->load_model(*model));
   SafetensorsFile file(fixture(fixture_name) + "/model.safetensors");
   for (const char* name : {"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
@@ -110,37 +111,41 @@ void expect_golden_initial_logits(const std::shared_ptr<ft::Model>& model, const
     }
   const double sum = logits.sum().item<double>(), golden_sum = initial["sample0_logits_sum"].get<double>();
   EXPECT_NEAR(sum, golden_sum, 1e-4 * logits.abs().sum().item<double>()) << golden_case;
-  std::cout << "[ golden   ] " << golden_case << ": max |logit - golden| over 8x8 = " << worst << ", logits sum "
-            << sum << " vs " << golden_sum << "\n";
+  std::cout << "[ golden   ] " << golden_case << ": max |logit - golden| over 8x8 = " << worst << ", logits sum " << sum
+            << " vs " << golden_sum << "\n";
 }
 
 // --- Loading: golden logits -------------------------------------------------------------------
 
 TEST_F(HfCheckpointer, LlamaUntiedReproducesTorchtuneInitialLogits) {
   TempDir out;
-  expect_golden_initial_logits(model_of(fixture("llama3_untied")), loading(fixture("llama3_untied"), "LLAMA3", out.str()),
-                               "llama3_untied", "llama3_untied_ga2");
+  expect_golden_initial_logits(model_of(fixture("llama3_untied")),
+                               loading(fixture("llama3_untied"), "LLAMA3", out.str()), "llama3_untied",
+                               "llama3_untied_ga2");
 }
 
 TEST_F(HfCheckpointer, Llama31TiedReproducesTorchtuneInitialLogits) {
   TempDir out;
-  expect_golden_initial_logits(model_of(fixture("llama31_tied")), loading(fixture("llama31_tied"), "LLAMA3_2", out.str()),
-                               "llama31_tied", "llama31_tied_clip");
+  expect_golden_initial_logits(model_of(fixture("llama31_tied")),
+                               loading(fixture("llama31_tied"), "LLAMA3_2", out.str()), "llama31_tied",
+                               "llama31_tied_clip");
 }
 
 TEST_F(HfCheckpointer, Qwen2Bf16FileIntoFp32ModelReproducesTorchtuneInitialLogits) {
   TempDir out;
-  expect_golden_initial_logits(model_of(fixture("qwen2_tied_bf16")), loading(fixture("qwen2_tied_bf16"), "QWEN2", out.str()),
-                               "qwen2_tied_bf16", "qwen2_tied_ga2_clip");
+  expect_golden_initial_logits(model_of(fixture("qwen2_tied_bf16")),
+                               loading(fixture("qwen2_tied_bf16"), "QWEN2", out.str()), "qwen2_tied_bf16",
+                               "qwen2_tied_ga2_clip");
 }
 
 TEST_F(HfCheckpointer, TorchtuneBuilderWithConfigValuesLoadsTheSameWeights) {
   TempDir out;
   // The same architecture through torchtune's llama3 builder instead of config.json.
   auto model = loader_->registry().instantiate<ft::Model>(
-      table("model", "[model]\n_component_ = \"torchtune.models.llama3.llama3\"\nvocab_size = 256\nnum_layers = 2\n"
-                     "num_heads = 4\nnum_kv_heads = 2\nembed_dim = 64\nintermediate_dim = 128\nmax_seq_len = 256\n"
-                     "norm_eps = 1e-5\nrope_base = 500000.0\n"));
+      table("model",
+            "[model]\n_component_ = \"torchtune.models.llama3.llama3\"\nvocab_size = 256\nnum_layers = 2\n"
+            "num_heads = 4\nnum_kv_heads = 2\nembed_dim = 64\nintermediate_dim = 128\nmax_seq_len = 256\n"
+            "norm_eps = 1e-5\nrope_base = 500000.0\n"));
   expect_golden_initial_logits(model, loading(fixture("llama3_untied"), "LLAMA3", out.str()), "llama3_untied",
                                "llama3_untied_ga2");
 }
@@ -159,7 +164,8 @@ TEST_F(HfCheckpointer, EmptyCheckpointDirLoadsNothing) {
 std::string hf_style_copy(const TempDir& dir, const std::string& fixture_name) {
   const std::string src = dir.file("src");
   fs::create_directories(src + "/original");  // e.g. Meta's original weights: a directory, never copied
-  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(fixture(fixture_name) + "/" + f, src + "/" + f);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(fixture(fixture_name) + "/" + f, src + "/" + f);
   std::ofstream(src + "/tokenizer.json") << "{\"version\": \"1.0\"}\n";
   std::ofstream(src + "/generation_config.json") << "{\"bos_token_id\": 1}\n";
   std::ofstream(src + "/pytorch_model.bin") << "pickle";
@@ -181,8 +187,8 @@ TEST_F(HfCheckpointer, SaveThenReloadIsExactAndCarriesConfigAndTokenizer) {
   const std::string saved = ckpt->save_model(*model, "epoch_0");
   EXPECT_EQ(saved, out + "/epoch_0");
   EXPECT_EQ(entries_of(out), std::set<std::string>{"epoch_0"});  // no partial directory left
-  EXPECT_EQ(entries_of(saved), (std::set<std::string>{"model.safetensors", "config.json", "tokenizer.json",
-                                                       "generation_config.json"}));
+  EXPECT_EQ(entries_of(saved),
+            (std::set<std::string>{"model.safetensors", "config.json", "tokenizer.json", "generation_config.json"}));
   EXPECT_EQ(fttest::read_file(saved + "/tokenizer.json"), fttest::read_file(src + "/tokenizer.json"));
 
   SafetensorsFile file(saved + "/model.safetensors");
@@ -232,9 +238,9 @@ TEST_F(HfCheckpointer, SavingAnExistingTagReplacesItWhole) {
 TEST_F(HfCheckpointer, ShardedSaveWritesAnIndexTheLoaderFollows) {
   TempDir dir;
   auto model = model_of(fixture("qwen2_tied_bf16"));
-  auto ckpt = checkpointer("checkpoint_dir = \"" + fixture("qwen2_tied_bf16") +
-                               "\"\nmodel_type = \"QWEN2_5\"\nmax_shard_size = 100000\n",
-                           dir.str());
+  auto ckpt = checkpointer(
+      "checkpoint_dir = \"" + fixture("qwen2_tied_bf16") + "\"\nmodel_type = \"QWEN2_5\"\nmax_shard_size = 100000\n",
+      dir.str());
   ASSERT_TRUE(ckpt->load_model(*model));
   const std::string saved = ckpt->save_model(*model, "step_10");
   auto index = nlohmann::json::parse(fttest::read_file(saved + "/model.safetensors.index.json"));
@@ -329,8 +335,9 @@ TEST_F(HfCheckpointer, UnexpectedTensorIsNamed) {
   });
   auto model = model_of(fixture("llama3_untied"));
   auto msg = fttest::error_of<ft::Error>([&] { loading(ckpt_dir, "LLAMA3", dir.str())->load_model(*model); });
-  EXPECT_NE(msg.find(ckpt_dir + "/model.safetensors: tensor \"model.layers.2.self_attn.q_proj.weight\": unexpected tensor"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(ckpt_dir + "/model.safetensors: tensor \"model.layers.2.self_attn.q_proj.weight\": unexpected tensor"),
+      std::string::npos)
       << msg;
 }
 
@@ -375,12 +382,15 @@ TEST_F(HfCheckpointer, ConfigErrorsSayWhatIsWrong) {
   EXPECT_NE(config_error("model_type = \"LLAMA3\"\nsafe_serialization = false\n")
                 .find("only safetensors checkpoints are written"),
             std::string::npos);
-  auto table_form = config_error(dir + "model_type = \"LLAMA3\"\n"
-                                       "checkpoint_files = { filename_format = \"model-{}-of-{}.safetensors\", max_filename = \"00002\" }\n");
+  auto table_form = config_error(
+      dir +
+      "model_type = \"LLAMA3\"\n"
+      "checkpoint_files = { filename_format = \"model-{}-of-{}.safetensors\", max_filename = \"00002\" }\n");
   EXPECT_NE(table_form.find("checkpointer.checkpoint_files: the {filename_format, max_filename} form is not supported"),
             std::string::npos)
       << table_form;
-  auto absent = config_error(dir + "model_type = \"LLAMA3\"\ncheckpoint_files = [\"model-00001-of-00002.safetensors\"]\n");
+  auto absent =
+      config_error(dir + "model_type = \"LLAMA3\"\ncheckpoint_files = [\"model-00001-of-00002.safetensors\"]\n");
   EXPECT_NE(absent.find(fixture("llama3_untied") + "/model-00001-of-00002.safetensors: checkpoint file does not exist"),
             std::string::npos)
       << absent;

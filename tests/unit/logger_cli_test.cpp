@@ -11,8 +11,9 @@ namespace {
 
 using fttest::Message;
 
-const std::string kDemoRun = "--config " + std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml dataset.source=" +
-                             FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=10 log_every_n_steps=1";
+const std::string kDemoRun = "--config " + std::string(FT_SOURCE_DIR) +
+                             "/configs/tiny_demo.toml dataset.source=" + FT_SOURCE_DIR +
+                             "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=10 log_every_n_steps=1";
 
 TEST(LoggerCli, TensorBoardLoggerBySwappingTheComponent) {
   const std::string dir = fttest::temp_dir();
@@ -58,7 +59,8 @@ TEST(LoggerCli, WandBLoggerBySwappingTheComponent) {
   for (const auto& rec : records) {
     if (!rec.has(2)) continue;
     for (const auto& item : rec.message_field(2).messages(1))
-      if (item.string_field(1) == "_step") steps.push_back(nlohmann::json::parse(item.string_field(16)).get<std::int64_t>());
+      if (item.string_field(1) == "_step")
+        steps.push_back(nlohmann::json::parse(item.string_field(16)).get<std::int64_t>());
   }
   EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
   EXPECT_EQ(records.back().has(20), true) << "final record";
@@ -66,7 +68,8 @@ TEST(LoggerCli, WandBLoggerBySwappingTheComponent) {
 }
 
 TEST(LoggerCli, MisspelledLoggerGetsSuggestions) {
-  auto r = fttest::run_fthost(kDemoRun + " output_dir=/tmp/unused-logger-run"
+  auto r = fttest::run_fthost(kDemoRun +
+                              " output_dir=/tmp/unused-logger-run"
                               " metric_logger._component_=torchtune.training.metric_logging.TensorBoardLoger");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("did you mean 'torchtune.training.metric_logging.TensorBoardLogger'"), std::string::npos)

@@ -2,11 +2,11 @@
 // the independent readers in wire_decoder.h.
 #include "append_only_file.h"
 #include "crc32c.h"
+#include "logger_test_support.h"
 #include "protobuf_writer.h"
 #include "tfrecord_writer.h"
 #include "wandb_records.h"
 #include "wandb_transaction_log.h"
-#include "logger_test_support.h"
 #include "wire_decoder.h"
 
 #include <gtest/gtest.h>
@@ -42,7 +42,8 @@ TEST(Crc32c, MatchesBitwiseReferenceAndContinues) {
     const std::string data = random_bytes(n, static_cast<std::uint32_t>(n));
     EXPECT_EQ(ft_loggers::crc32c(data), fttest::reference_crc32c(data)) << n;
     const std::size_t half = n / 2;
-    EXPECT_EQ(ft_loggers::crc32c(data.substr(half), ft_loggers::crc32c(data.substr(0, half))), ft_loggers::crc32c(data));
+    EXPECT_EQ(ft_loggers::crc32c(data.substr(half), ft_loggers::crc32c(data.substr(0, half))),
+              ft_loggers::crc32c(data));
   }
   EXPECT_EQ(fttest::reference_crc32_ieee("123456789"), 0xCBF43926u);  // the reference reader's own check
 }
@@ -51,7 +52,13 @@ TEST(ProtoWriter, WireFormatDecodesIndependently) {
   ft_loggers::ProtoWriter nested;
   nested.bytes(1, "inner");
   ft_loggers::ProtoWriter m;
-  m.varint(1, 300).int64(2, -5).double_value(3, 2.5).float_value(4, 1.25f).packed_float(5, -3.0f).bytes(6, "text").message(7, nested);
+  m.varint(1, 300)
+      .int64(2, -5)
+      .double_value(3, 2.5)
+      .float_value(4, 1.25f)
+      .packed_float(5, -3.0f)
+      .bytes(6, "text")
+      .message(7, nested);
   const std::string& bytes = m.data();
   EXPECT_EQ(bytes.substr(0, 3), std::string("\x08\xAC\x02", 3));  // the protobuf guide's 300 example
   const Message d(bytes);

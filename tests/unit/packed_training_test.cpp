@@ -51,7 +51,8 @@ TEST(PackedTraining, PackedDocumentsHaveTheirUnpackedLoss) {
   ASSERT_LT(index, packed->size());
   const auto pack = packed->get(index);
   auto packed_batch = fttest::make_collate("torchtune.data.padded_collate_packed", 0)->collate({pack});
-  const auto packed_logits = model->forward({packed_batch.tokens, packed_batch.input_pos, packed_batch.mask}).logits.at(0)[0];
+  const auto packed_logits =
+      model->forward({packed_batch.tokens, packed_batch.input_pos, packed_batch.mask}).logits.at(0)[0];
   auto sft = fttest::make_collate("torchtune.data.padded_collate_sft", tok->pad_id());
 
   std::int64_t start = 0;
@@ -85,20 +86,26 @@ std::vector<double> logged_losses(const std::string& metrics_path) {
 }
 
 std::string alpaca_run_config(const std::string& out, bool packed) {
-  std::string c = "output_dir = " + quoted(out) + "\nseed = 0\nepochs = 1\nmax_steps_per_epoch = 12\nbatch_size = " +
-                  (packed ? "2" : "4") + "\nshuffle = true\nnum_threads = 2\n" +
-                  (packed ? "collate_fn = \"torchtune.data.padded_collate_packed\"\n" : "") + "\n" + kTinyLlama3 +
-                  "\n[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = " +
-                  quoted(fttest::tokenizers_dir() + "/llama3/tokenizer.json") + "\nmax_seq_len = 256\n"
-                  "\n[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\nsource = " +
-                  quoted(fttest::data_dir() + "/alpaca_tiny.json") + "\ntrain_on_input = false\npacked = " +
-                  (packed ? "true" : "false") + "\n"
-                  "\n[checkpointer]\n_component_ = \"torchtune.training.FullModelHFCheckpointer\"\ncheckpoint_dir = \"\"\n"
-                  "model_type = \"LLAMA3\"\noutput_dir = " + quoted(out) + "\n"
-                  "\n[loss]\n_component_ = \"torchtune.modules.loss.CEWithChunkedOutputLoss\"\n"
-                  "\n[optimizer]\n_component_ = \"torch.optim.AdamW\"\nlr = 1e-2\n"
-                  "\n[metric_logger]\n_component_ = \"torchtune.training.metric_logging.DiskLogger\"\nlog_dir = " +
-                  quoted(out + "/logs") + "\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n";
+  std::string c =
+      "output_dir = " + quoted(out) +
+      "\nseed = 0\nepochs = 1\nmax_steps_per_epoch = 12\nbatch_size = " + (packed ? "2" : "4") +
+      "\nshuffle = true\nnum_threads = 2\n" +
+      (packed ? "collate_fn = \"torchtune.data.padded_collate_packed\"\n" : "") + "\n" + kTinyLlama3 +
+      "\n[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = " +
+      quoted(fttest::tokenizers_dir() + "/llama3/tokenizer.json") +
+      "\nmax_seq_len = 256\n"
+      "\n[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\nsource = " +
+      quoted(fttest::data_dir() + "/alpaca_tiny.json") +
+      "\ntrain_on_input = false\npacked = " + (packed ? "true" : "false") +
+      "\n"
+      "\n[checkpointer]\n_component_ = \"torchtune.training.FullModelHFCheckpointer\"\ncheckpoint_dir = \"\"\n"
+      "model_type = \"LLAMA3\"\noutput_dir = " +
+      quoted(out) +
+      "\n"
+      "\n[loss]\n_component_ = \"torchtune.modules.loss.CEWithChunkedOutputLoss\"\n"
+      "\n[optimizer]\n_component_ = \"torch.optim.AdamW\"\nlr = 1e-2\n"
+      "\n[metric_logger]\n_component_ = \"torchtune.training.metric_logging.DiskLogger\"\nlog_dir = " +
+      quoted(out + "/logs") + "\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n";
   return c;
 }
 

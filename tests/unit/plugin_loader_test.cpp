@@ -1,6 +1,6 @@
 // Plugin loading: every loader error is specific, kinds are checked, objects keep libraries alive.
-#include "config_loader.h"
 #include "plugin_loader.h"
+#include "config_loader.h"
 #include "test_helpers.h"
 
 #include <ft/errors.h>
@@ -32,7 +32,9 @@ TEST(PluginLoader, LoadsBuiltinPlugins) {
 }
 
 TEST(PluginLoader, CannotOpenNamesPathAndSystemMessage) {
-  auto bogus = fttest::write_temp("libbogus.so", "\x7f" "ELF garbage");
+  auto bogus = fttest::write_temp("libbogus.so",
+                                  "\x7f"
+                                  "ELF garbage");
   auto msg = load_error({{bogus, "--plugin-dir"}});
   EXPECT_NE(msg.find(bogus), std::string::npos) << msg;
   EXPECT_NE(msg.find("not an fthost plugin: not an ELF shared library"), std::string::npos) << msg;
@@ -53,16 +55,18 @@ TEST(PluginLoader, NoEntryPointIsNotAPlugin) {
 
 TEST(PluginLoader, AbiMismatchPrintsBothSides) {
   auto msg = load_error({{case_dir("wrong_abi"), "--plugin-dir"}});
-  EXPECT_NE(msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 3.0, this host has ABI 2.0: rebuild it "
-                     "against this SDK"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 3.0, this host has ABI 2.0: rebuild it "
+               "against this SDK"),
+      std::string::npos)
       << msg;
 }
 
 TEST(PluginLoader, FingerprintMismatchPrintsBothSides) {
   auto msg = load_error({{case_dir("wrong_fingerprint"), "--plugin-dir"}});
   const std::string host = fthost::describe_fingerprint(ft::this_build_fingerprint());
-  EXPECT_NE(msg.find("was built for LibTorch 2.5.1 (cuda, C++11 ABI 1, gcc 13), this host has " + host), std::string::npos)
+  EXPECT_NE(msg.find("was built for LibTorch 2.5.1 (cuda, C++11 ABI 1, gcc 13), this host has " + host),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("rebuild it against this SDK"), std::string::npos);
 }
@@ -102,7 +106,8 @@ TEST_F(Instantiate, KindMismatch) {
 TEST_F(Instantiate, UnknownComponentSuggestsAndNamesSearchedDirectories) {
   auto t = table("[optimizer]\n_component_ = \"torch.optim.AdamX\"\n", "optimizer");
   auto msg = error_of<ft::ConfigError>([&] { loader_.registry().resolve(t, ft::Kind::Optimizer); });
-  EXPECT_NE(msg.find("optimizer._component_: unknown component 'torch.optim.AdamX'; did you mean 'torch.optim.Adam', 'torch.optim.AdamW'?"),
+  EXPECT_NE(msg.find("optimizer._component_: unknown component 'torch.optim.AdamX'; did you mean 'torch.optim.Adam', "
+                     "'torch.optim.AdamW'?"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find(FT_BUILTIN_PLUGIN_DIR), std::string::npos) << msg;
@@ -129,7 +134,8 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
   logger->log("loss", 1.0, 1);
   logger->log_dict({{"a", 1.0}, {"b", 2.0}}, 2);
   logger.reset();
-  EXPECT_EQ(fttest::read_file("/proc/self/maps").find("libtest_counting_logger.so"), std::string::npos) << "library should unload with its last object";
+  EXPECT_EQ(fttest::read_file("/proc/self/maps").find("libtest_counting_logger.so"), std::string::npos)
+      << "library should unload with its last object";
 }
 
 }  // namespace

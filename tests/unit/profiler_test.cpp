@@ -53,8 +53,9 @@ std::set<std::int64_t> mm_sizes(const nlohmann::json& trace) {
 
 TEST(Profiler, ScheduleCyclesWriteOneTracePerCycleWithItsActiveSteps) {
   const std::string dir = fttest::temp_dir() + "/prof";
-  auto profiler = make_profiler("enabled = true\noutput_dir = \"" + dir +
-                                "\"\nwait_steps = 1\nwarmup_steps = 1\nactive_steps = 2\nnum_cycles = 2\nwith_flops = true\n");
+  auto profiler =
+      make_profiler("enabled = true\noutput_dir = \"" + dir +
+                    "\"\nwait_steps = 1\nwarmup_steps = 1\nactive_steps = 2\nnum_cycles = 2\nwith_flops = true\n");
   ASSERT_TRUE(profiler->enabled());
   profiler->start();
   for (std::int64_t step = 0; step < 10; ++step) {
@@ -77,8 +78,9 @@ TEST(Profiler, ScheduleCyclesWriteOneTracePerCycleWithItsActiveSteps) {
 
 TEST(Profiler, StopDuringARecordingKeepsItsTrace) {
   const std::string dir = fttest::temp_dir() + "/prof";
-  auto profiler = make_profiler("enabled = true\noutput_dir = \"" + dir +
-                                "\"\nwait_steps = 0\nwarmup_steps = 0\nactive_steps = 5\nnum_cycles = 1\nprofile_memory = true\n");
+  auto profiler =
+      make_profiler("enabled = true\noutput_dir = \"" + dir +
+                    "\"\nwait_steps = 0\nwarmup_steps = 0\nactive_steps = 5\nnum_cycles = 1\nprofile_memory = true\n");
   profiler->start();
   for (std::int64_t step = 0; step < 2; ++step) {
     work_of_step(step);

@@ -60,7 +60,8 @@ TEST(ProgressLine, PlainOutputIsLineBasedEveryTenPercent) {
   EXPECT_EQ(lines[1].rfind("1|4|Loss: 3.8000:  10%|##  ", 0), 0u) << lines[1];
   EXPECT_EQ(lines.back().rfind("2|40|Loss: 2.0000: 100%|####################| 40/40 [00:20<00:00, 1000 tok/s]", 0), 0u)
       << lines.back();
-  const std::regex shape(R"(\d+\|\d+\|Loss: -?\d+\.\d{4}: +\d+%\|[# ]{20}\| \d+/40 \[\d\d:\d\d<(\d\d:\d\d|\?), \d+ tok/s\])");
+  const std::regex shape(
+      R"(\d+\|\d+\|Loss: -?\d+\.\d{4}: +\d+%\|[# ]{20}\| \d+/40 \[\d\d:\d\d<(\d\d:\d\d|\?), \d+ tok/s\])");
   for (const auto& line : lines) EXPECT_TRUE(std::regex_match(line, shape)) << line;
 }
 

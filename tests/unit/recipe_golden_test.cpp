@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -77,7 +77,9 @@ TEST(RecipeLists, ConcatenatedDatasetsAndSeveralLoggers) {
   toml = replace_once(toml, "[metric_logger]\n",
                       "[[dataset]]\n_component_ = \"fthost.datasets.tokenized_jsonl\"\nsource = \"" + source +
                           "\"\n\n[[metric_logger]]\n_component_ = \"torchtune.training.metric_logging.DiskLogger\"\n"
-                          "log_dir = \"" + out + "/logs2\"\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n\n"
+                          "log_dir = \"" +
+                          out +
+                          "/logs2\"\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n\n"
                           "[[metric_logger]]\n");
   const auto r = fttest::run_fthost("--config " + fttest::write_temp("run.toml", toml));
   ASSERT_EQ(r.exit_code, 0) << r.output << "\n" << toml;

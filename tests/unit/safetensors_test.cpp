@@ -27,9 +27,7 @@ using fttest::TempDir;
 
 std::string fixture(const std::string& name) { return fttest::fixtures_dir() + "/golden/fixtures/" + name; }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 // A file of the given header text (length prefixed as the spec says) followed by `buffer`.
 std::string safetensors_bytes(const std::string& header, const std::string& buffer) {
@@ -117,18 +115,21 @@ TEST(Safetensors, WriterBytesEqualTheSpecWorkedByHand) {
   TempDir dir;
   const std::string path = dir.file("two.safetensors");
   ft_checkpointers::write_safetensors(
-      path,
-      {{"a", at::tensor({1.0f, -2.0f})}, {"b", at::tensor({1, -2}, at::kShort).reshape({1, 2})}},
+      path, {{"a", at::tensor({1.0f, -2.0f})}, {"b", at::tensor({1, -2}, at::kShort).reshape({1, 2})}},
       {{"format", "pt"}});
 
   // 141 bytes of JSON padded with 3 spaces to 144 = 0x90, then F32 1.0, -2.0 and I16 1, -2, all
   // little-endian.
-  const std::string header =
-      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("b":{"dtype":"I16","shape":[1,2],"data_offsets":[8,12]}})"
-      "   ";
+  const std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                             R"("b":{"dtype":"I16","shape":[1,2],"data_offsets":[8,12]}})"
+                             "   ";
   const std::string expected = std::string("\x90\0\0\0\0\0\0\0", 8) + header +
-                               std::string("\x00\x00\x80\x3f" "\x00\x00\x00\xc0" "\x01\x00" "\xfe\xff", 12);
+                               std::string(
+                                   "\x00\x00\x80\x3f"
+                                   "\x00\x00\x00\xc0"
+                                   "\x01\x00"
+                                   "\xfe\xff",
+                                   12);
   EXPECT_EQ(fttest::read_file(path), expected);
   EXPECT_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
 }
@@ -173,12 +174,14 @@ TEST(Safetensors, RoundTripsEveryDtypeShapeAndLayout) {
 TEST(Safetensors, WriterRejectsWhatTheFormatCannotHold) {
   TempDir dir;
   const std::string path = dir.file("bad.safetensors");
-  auto complex = fttest::error_of<ft::Error>(
-      [&] { ft_checkpointers::write_safetensors(path, {{"c", at::zeros({2}, at::kComplexFloat)}}); });
+  auto complex = fttest::error_of<ft::Error>([&] {
+    ft_checkpointers::write_safetensors(path, {{"c", at::zeros({2}, at::kComplexFloat)}});
+  });
   EXPECT_NE(complex.find("tensor \"c\""), std::string::npos) << complex;
   EXPECT_NE(complex.find("cannot be stored"), std::string::npos) << complex;
-  auto twice = fttest::error_of<ft::Error>(
-      [&] { ft_checkpointers::write_safetensors(path, {{"x", at::zeros({1})}, {"x", at::zeros({1})}}); });
+  auto twice = fttest::error_of<ft::Error>([&] {
+    ft_checkpointers::write_safetensors(path, {{"x", at::zeros({1})}, {"x", at::zeros({1})}});
+  });
   EXPECT_NE(twice.find("\"x\": given twice"), std::string::npos) << twice;
   EXPECT_FALSE(fs::exists(path));
 }
@@ -186,10 +189,8 @@ TEST(Safetensors, WriterRejectsWhatTheFormatCannotHold) {
 TEST(Safetensors, ShardsLikeHuggingFaceWithAnIndex) {
   TempDir dir;
   // 400 + 400 bytes fill the first shard, 1200 (over the limit) gets its own, 100 starts a third.
-  std::vector<ft::NamedTensor> tensors = {{"t0", at::randn({100})},
-                                          {"t1", at::randn({10, 10})},
-                                          {"t2", at::randn({300})},
-                                          {"t3", at::randn({25})}};
+  std::vector<ft::NamedTensor> tensors = {
+      {"t0", at::randn({100})}, {"t1", at::randn({10, 10})}, {"t2", at::randn({300})}, {"t3", at::randn({25})}};
   auto written = ft_checkpointers::write_sharded_safetensors(dir.str(), tensors, 1000, {{"format", "pt"}});
   const std::vector<std::string> files = {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
                                           "model-00003-of-00003.safetensors"};
@@ -222,14 +223,15 @@ TEST(Safetensors, EverythingInOneShardIsModelSafetensorsWithoutIndex) {
   EXPECT_EQ(written.files, std::vector<std::string>{"model.safetensors"});
   EXPECT_TRUE(fs::exists(dir.file("model.safetensors")));
   EXPECT_FALSE(fs::exists(dir.file("model.safetensors.index.json")));
-  EXPECT_EQ(ft_checkpointers::checkpoint_files_in(dir.str(), {}), std::vector<std::string>{dir.file("model.safetensors")});
+  EXPECT_EQ(ft_checkpointers::checkpoint_files_in(dir.str(), {}),
+            std::vector<std::string>{dir.file("model.safetensors")});
 }
 
 TEST(Safetensors, CheckpointDirectoryErrorsNameTheFileAndWhatIsThere) {
   TempDir dir;
   ft_checkpointers::write_safetensors(dir.file("model-a.safetensors"), {{"a", at::ones({1})}});
-  auto missing = fttest::error_of<ft::Error>(
-      [&] { ft_checkpointers::checkpoint_files_in(dir.str(), {"model-b.safetensors"}); });
+  auto missing =
+      fttest::error_of<ft::Error>([&] { ft_checkpointers::checkpoint_files_in(dir.str(), {"model-b.safetensors"}); });
   EXPECT_NE(missing.find(dir.file("model-b.safetensors") + ": checkpoint file does not exist"), std::string::npos)
       << missing;
   EXPECT_NE(missing.find("model-a.safetensors"), std::string::npos) << missing;
@@ -238,8 +240,8 @@ TEST(Safetensors, CheckpointDirectoryErrorsNameTheFileAndWhatIsThere) {
   EXPECT_NE(nothing.find("no model.safetensors.index.json or model.safetensors"), std::string::npos) << nothing;
 
   write_bytes(dir.file("pytorch_model.bin"), "pickle");
-  auto pickle = fttest::error_of<ft::Error>(
-      [&] { ft_checkpointers::checkpoint_files_in(dir.str(), {"pytorch_model.bin"}); });
+  auto pickle =
+      fttest::error_of<ft::Error>([&] { ft_checkpointers::checkpoint_files_in(dir.str(), {"pytorch_model.bin"}); });
   EXPECT_NE(pickle.find("only .safetensors checkpoints can be read"), std::string::npos) << pickle;
 
   write_bytes(dir.file("model.safetensors.index.json"),
@@ -277,15 +279,19 @@ TEST(Safetensors, RejectsEveryMalformedFileByName) {
        "tensor \"w\": missing \"data_offsets\""},
       {"missing dtype", safetensors_bytes(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", f32_one),
        "tensor \"w\": missing \"dtype\""},
-      {"unknown dtype", safetensors_bytes(R"({"w": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", f32_one),
+      {"unknown dtype",
+       safetensors_bytes(R"({"w": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", f32_one),
        "tensor \"w\": unknown dtype \"F8_E4M3\" (supported: F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)"},
       {"negative dim", safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", f32_one),
        "tensor \"w\": shape must be a list of non-negative integers, got [-1]"},
-      {"fractional dim", safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}})", f32_one),
+      {"fractional dim",
+       safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}})", f32_one),
        "tensor \"w\": shape must be a list of non-negative integers"},
-      {"offsets past buffer", safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32_one),
+      {"offsets past buffer",
+       safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32_one),
        "tensor \"w\": data_offsets [0, 8] run past the end of the 4-byte data buffer"},
-      {"end before begin", safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", f32_one),
+      {"end before begin",
+       safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", f32_one),
        "tensor \"w\": data_offsets [4, 0] end before begin"},
       {"one offset", safetensors_bytes(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", f32_one),
        "tensor \"w\": data_offsets must be two non-negative integers"},
@@ -301,8 +307,8 @@ TEST(Safetensors, RejectsEveryMalformedFileByName) {
                          R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
                          std::string(12, '\0')),
        "bytes 4-8 of the data buffer (before tensor \"b\") belong to no tensor"},
-      {"trailing bytes", safetensors_bytes(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
-                                           std::string(8, '\0')),
+      {"trailing bytes",
+       safetensors_bytes(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", std::string(8, '\0')),
        "bytes 4-8 at the end of the data buffer belong to no tensor"},
       {"duplicate name",
        safetensors_bytes(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"

@@ -69,14 +69,13 @@ std::vector<Scalar> scalars_in(const std::vector<Message>& events) {
 }
 
 // HParamsPluginData from an "hparams" value's metadata.
-Message hparams_data(const Message& value) {
-  return Message(value.message_field(9).message_field(1).string_field(2));
-}
+Message hparams_data(const Message& value) { return Message(value.message_field(9).message_field(1).string_field(2)); }
 
 TEST(TensorBoardLogger, WritesEveryStepConfigAndHParams) {
   const std::string dir = fttest::temp_dir() + "/tb";
-  auto logger = fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" +
-                                    dir + "\"\norganize_logs = false\n");
+  auto logger =
+      fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" + dir +
+                          "\"\norganize_logs = false\n");
   logger->log_config(fttest::config_root(kRunConfig));
   std::vector<Scalar> expected;
   for (std::int64_t step = 1; step <= 5; ++step) {
@@ -121,10 +120,10 @@ TEST(TensorBoardLogger, WritesEveryStepConfigAndHParams) {
   for (const auto& entry : hparams_data(start).message_field(3).messages(1))
     hparams.emplace(entry.string_field(1), entry.message_field(2));
   ASSERT_EQ(hparams.count("optimizer.lr"), 1u);
-  EXPECT_EQ(hparams.at("optimizer.lr").double_field(2), 2e-5);             // number_value
+  EXPECT_EQ(hparams.at("optimizer.lr").double_field(2), 2e-5);  // number_value
   EXPECT_EQ(hparams.at("seed").double_field(2), 7.0);
   EXPECT_EQ(hparams.at("optimizer._component_").string_field(3), "torch.optim.AdamW");  // string_value
-  EXPECT_EQ(hparams.at("optimizer.fused").varint_field(4), 1u);             // bool_value
+  EXPECT_EQ(hparams.at("optimizer.fused").varint_field(4), 1u);                         // bool_value
   EXPECT_EQ(hparams.at("optimizer.betas").string_field(3), "[0.9,0.95]");
 
   const Message end = value_of(events.back());
@@ -134,8 +133,8 @@ TEST(TensorBoardLogger, WritesEveryStepConfigAndHParams) {
 
 TEST(TensorBoardLogger, FailedRunEndsTheSessionAsFailure) {
   const std::string dir = fttest::temp_dir() + "/tb";
-  auto logger = fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" +
-                                    dir + "\"\n");
+  auto logger = fttest::make_logger(
+      "_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" + dir + "\"\n");
   logger->log_config(fttest::config_root(kRunConfig));
   logger->log_dict({{"loss", 1.0}}, 1);
   logger->close_with_exit_code(1);
@@ -148,8 +147,9 @@ TEST(TensorBoardLogger, FailedRunEndsTheSessionAsFailure) {
 
 TEST(TensorBoardLogger, FlushesOnATimerAndTheFileStaysReadable) {
   const std::string dir = fttest::temp_dir() + "/tb";
-  auto logger = fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" +
-                                    dir + "\"\norganize_logs = false\nflush_secs = 0.05\n");
+  auto logger =
+      fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" + dir +
+                          "\"\norganize_logs = false\nflush_secs = 0.05\n");
   for (std::int64_t step = 1; step <= 3; ++step) logger->log_dict({{"loss", 1.0 * step}}, step);
   std::vector<Scalar> seen;
   for (int attempt = 0; attempt < 100 && seen.size() < 3; ++attempt) {
@@ -172,7 +172,8 @@ TEST(TensorBoardLogger, OnlyRankZeroWritesAndKeysAreChecked) {
   EXPECT_TRUE(fttest::files_under(dir).empty());
 
   const std::string err = fttest::error_of<ft::ConfigError>([] {
-    fttest::make_logger("_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"/tmp\"\nflush_secs = 0\n");
+    fttest::make_logger(
+        "_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"/tmp\"\nflush_secs = 0\n");
   });
   EXPECT_NE(err.find("metric_logger.flush_secs"), std::string::npos) << err;
 }

@@ -67,9 +67,7 @@ inline CommandResult run_fthost(const std::string& args) {
 }
 
 // A fresh empty directory for one test.
-inline std::string temp_dir() {
-  return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string();
-}
+inline std::string temp_dir() { return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string(); }
 
 // A fresh directory, removed with its contents at the end of the test.
 class TempDir {

@@ -24,8 +24,10 @@ std::string strip(const std::string& s) {
 std::string alpaca_prompt(const nlohmann::json& r) {
   const std::string input = r.at("input").get<std::string>();
   if (input.empty())
-    return "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
-           "### Instruction:\n" + r.at("instruction").get<std::string>() + "\n\n### Response:\n";
+    return "Below is an instruction that describes a task. Write a response that appropriately completes the "
+           "request.\n\n"
+           "### Instruction:\n" +
+           r.at("instruction").get<std::string>() + "\n\n### Response:\n";
   return "Below is an instruction that describes a task, paired with an input that provides further context. "
          "Write a response that appropriately completes the request.\n\n### Instruction:\n" +
          r.at("instruction").get<std::string>() + "\n\n### Input:\n" + input + "\n\n### Response:\n";
@@ -33,8 +35,12 @@ std::string alpaca_prompt(const nlohmann::json& r) {
 
 // One Llama 3 turn: <|start_header_id|>role<|end_header_id|>\n\n content <|eot_id|>.
 Ids llama3_turn(const ft::Tokenizer& tok, const std::string& role, const std::string& content) {
-  return concat({{kStartHeader}, tok.encode(role, false, false), {kEndHeader}, tok.encode("\n\n", false, false),
-                 tok.encode(strip(content), false, false), {kEot}});
+  return concat({{kStartHeader},
+                 tok.encode(role, false, false),
+                 {kEndHeader},
+                 tok.encode("\n\n", false, false),
+                 tok.encode(strip(content), false, false),
+                 {kEot}});
 }
 
 Ids masked(const Ids& ids) { return Ids(ids.size(), ft::kIgnoreIndex); }
@@ -52,13 +58,15 @@ TEST_P(AlpacaLayout, Llama3PromptMaskedResponseKept) {
   const Ids user = llama3_turn(*tok, "user", alpaca_prompt(r));
   const Ids assistant = llama3_turn(*tok, "assistant", r.at("output").get<std::string>());
 
-  auto masked_ds = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "train_on_input = false\n", tok);
+  auto masked_ds =
+      fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "train_on_input = false\n", tok);
   ASSERT_EQ(masked_ds->size(), 100u);
   const auto s = masked_ds->get(index);
   EXPECT_EQ(s.tokens, concat({{kBos}, user, assistant, {kEos}}));
   EXPECT_EQ(s.labels, concat({{ft::kIgnoreIndex}, masked(user), assistant, {ft::kIgnoreIndex}}));
 
-  auto all_ds = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), tok);  // train_on_input = true
+  auto all_ds =
+      fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), tok);  // train_on_input = true
   const auto t = all_ds->get(index);
   EXPECT_EQ(t.tokens, s.tokens);
   EXPECT_EQ(t.labels, concat({{ft::kIgnoreIndex}, user, assistant, {ft::kIgnoreIndex}}));
@@ -99,9 +107,10 @@ TEST(TextDatasets, ShareGptChatInChatML) {
 }
 
 TEST(TextDatasets, OpenAiMessagesInLlama3Format) {
-  const auto path = fttest::write_temp("chat.jsonl",
-                                       R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}]})"
-                                       "\n");
+  const auto path = fttest::write_temp(
+      "chat.jsonl",
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}]})"
+      "\n");
   auto tok = fttest::llama3_json_tokenizer();
   auto ds = fttest::make_dataset("torchtune.datasets.chat_dataset",
                                  "source = \"json\"\ndata_files = " + quoted(path) +
@@ -130,13 +139,16 @@ TEST(TextDatasets, InstructDatasetWithColumnMap) {
 
 TEST(TextDatasets, SplitSlices) {
   auto tok = fttest::llama3_json_tokenizer();
-  auto head = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[:95%]\"\n", tok);
-  auto tail = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[95%:]\"\n", tok);
+  auto head =
+      fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[:95%]\"\n", tok);
+  auto tail =
+      fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[95%:]\"\n", tok);
   auto all = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), tok);
   EXPECT_EQ(head->size(), 95u);
   EXPECT_EQ(tail->size(), 5u);
   EXPECT_EQ(tail->get(0).tokens, all->get(95).tokens);
-  auto range = fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[10:20]\"\n", tok);
+  auto range =
+      fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"train[10:20]\"\n", tok);
   EXPECT_EQ(range->size(), 10u);
   EXPECT_EQ(range->get(0).tokens, all->get(10).tokens);
 }
@@ -202,8 +214,18 @@ TEST(TextDatasets, PaddedCollatePackedBlockCausalMask) {
   ft::Sample b{{13, 14, 15, 16, 17, 18}, {19, 20, 21, 22, 23, 24}, {0, 1, 0, 1, 0, 1}, {2, 2, 2}};
   auto batch = fttest::make_collate("torchtune.data.padded_collate_packed", 0)->collate({a, b});
   // torchtune's padded_collate_packed docstring example.
-  const bool expected[2][6][6] = {{{1, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0}, {1, 1, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0}, {0, 0, 0, 1, 1, 0}, {0, 0, 0, 0, 0, 1}},
-                                  {{1, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, {0, 0, 1, 1, 0, 0}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 1}}};
+  const bool expected[2][6][6] = {{{1, 0, 0, 0, 0, 0},
+                                   {1, 1, 0, 0, 0, 0},
+                                   {1, 1, 1, 0, 0, 0},
+                                   {0, 0, 0, 1, 0, 0},
+                                   {0, 0, 0, 1, 1, 0},
+                                   {0, 0, 0, 0, 0, 1}},
+                                  {{1, 0, 0, 0, 0, 0},
+                                   {1, 1, 0, 0, 0, 0},
+                                   {0, 0, 1, 0, 0, 0},
+                                   {0, 0, 1, 1, 0, 0},
+                                   {0, 0, 0, 0, 1, 0},
+                                   {0, 0, 0, 0, 1, 1}}};
   ASSERT_EQ(batch.mask.sizes(), (std::vector<std::int64_t>{2, 6, 6}));
   auto mask = batch.mask.accessor<bool, 3>();
   for (int i = 0; i < 2; ++i)
@@ -219,17 +241,20 @@ TEST(TextDatasets, ClearErrors) {
   auto hub = fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", "", tok); });
   EXPECT_NE(hub.find("tatsu-lab/alpaca"), std::string::npos) << hub;
   EXPECT_NE(hub.find("to_json"), std::string::npos) << hub;
-  auto no_tok = fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), nullptr); });
+  auto no_tok =
+      fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), nullptr); });
   EXPECT_NE(no_tok.find("[tokenizer]"), std::string::npos) << no_tok;
   auto column = fttest::error_of([&] {
-    fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "column_map = {output = \"answer\"}\n", tok);
+    fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "column_map = {output = \"answer\"}\n",
+                         tok);
   });
   EXPECT_NE(column.find("\"answer\""), std::string::npos) << column;
   auto split = fttest::error_of([&] {
     fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "split = \"validation\"\n", tok);
   });
   EXPECT_NE(split.find("split"), std::string::npos) << split;
-  auto pack = fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "packed = true\n", tok); });
+  auto pack = fttest::error_of(
+      [&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source() + "packed = true\n", tok); });
   EXPECT_NE(pack.find("max_seq_len"), std::string::npos) << pack;
 }
 

@@ -19,8 +19,9 @@ class HuggingFaceExactness : public ::testing::TestWithParam<Family> {};
 
 TEST_P(HuggingFaceExactness, EveryFixtureLineAndRoundTrip) {
   const auto& f = GetParam();
-  auto tok = make_tokenizer(f.component, "path = " + quoted(fttest::tokenizers_dir() + "/" + f.dir + "/tokenizer.json") +
-                                             "\nprompt_template = \"\"\n");
+  auto tok =
+      make_tokenizer(f.component, "path = " + quoted(fttest::tokenizers_dir() + "/" + f.dir + "/tokenizer.json") +
+                                      "\nprompt_template = \"\"\n");
   std::ifstream in(fttest::tokenizers_dir() + "/" + f.dir + "/expected_ids.jsonl");
   ASSERT_TRUE(in) << "fixtures missing";
   std::string line;
@@ -80,19 +81,22 @@ const std::vector<std::int64_t> kSunIds = {73,  503, 654, 262, 376, 110, 46,  69
 const std::string kSunText = "I can see the sun. But even if I cannot see the sun, I know that it exists.";
 
 TEST(TorchtuneAssets, TiktokenLlama3Tokenizer) {
-  auto tok = make_tokenizer("torchtune.models.llama3.llama3_tokenizer",
-                            "path = " + quoted(fttest::assets_dir() + "/tiktoken_small.model") + "\nmax_seq_len = 2048\n");
+  auto tok =
+      make_tokenizer("torchtune.models.llama3.llama3_tokenizer",
+                     "path = " + quoted(fttest::assets_dir() + "/tiktoken_small.model") + "\nmax_seq_len = 2048\n");
   EXPECT_EQ(tok->vocab_size(), 128257);
   EXPECT_EQ(tok->encode(kSunText, false, false), kSunIds);
   EXPECT_EQ(tok->decode(kSunIds), kSunText);
 
-  std::vector<ft::Message> messages{{"user", "I can see the sun. " + std::string("But even if I cannot see the sun, I know that it exists."), true},
-                                    {"assistant", "And to know that the sun is there - that is living.", false}};
-  const std::vector<std::int64_t> user = {128000, 128006, 477, 273, 128007, 10,  10,  73,  503, 654, 262, 376,
-                                          110,    46,     690, 720, 428,    270, 1119, 654, 262, 376, 110, 44,
-                                          270,    686,    334, 312, 522,    511, 115, 46,  128009};
-  const std::vector<std::int64_t> assistant = {128006, 520, 511, 446, 128007, 10,  10,  65,  269, 277, 686, 334, 262,
-                                               376,    110, 351, 443, 32,     45,  334, 351, 1955, 46,  128009, 128001};
+  std::vector<ft::Message> messages{
+      {"user", "I can see the sun. " + std::string("But even if I cannot see the sun, I know that it exists."), true},
+      {"assistant", "And to know that the sun is there - that is living.", false}};
+  const std::vector<std::int64_t> user = {128000, 128006, 477, 273, 128007, 10,  10,  73,   503, 654, 262,
+                                          376,    110,    46,  690, 720,    428, 270, 1119, 654, 262, 376,
+                                          110,    44,     270, 686, 334,    312, 522, 511,  115, 46,  128009};
+  const std::vector<std::int64_t> assistant = {128006, 520, 511, 446,  128007, 10,     10,    65,  269,
+                                               277,    686, 334, 262,  376,    110,    351,   443, 32,
+                                               45,     334, 351, 1955, 46,     128009, 128001};
   const auto out = tok->tokenize_messages(messages, true);
   EXPECT_EQ(out.tokens, fttest::concat({user, assistant}));
   std::vector<bool> mask(user.size(), true);
@@ -102,12 +106,12 @@ TEST(TorchtuneAssets, TiktokenLlama3Tokenizer) {
 }
 
 // torchtune's tests/torchtune/models/qwen2_5/test_tokenizer.py on tiny_bpe_{vocab.json,merges.txt}.
-const std::vector<std::int64_t> kQwenChat = {151644, 82,  88,   479, 94,   56,  119,  230, 98,  374, 494, 1318, 249, 13,
-                                             151645, 94,  151644, 273, 105, 94,  38,   229, 362, 98,  1695, 310, 1305, 165,
-                                             128,    432, 43,   44,  82,   13,  151645, 94,  151644, 397, 251, 249, 94, 151645};
-const std::vector<ft::Message> kQwenMessages = {{"system", "You are a helpful assistant."},
-                                                {"user", "Give me a short introduction to LLMs."},
-                                                {"assistant", ""}};
+const std::vector<std::int64_t> kQwenChat = {151644, 82,     88,   479,    94,   56,     119, 230, 98,    374, 494,
+                                             1318,   249,    13,   151645, 94,   151644, 273, 105, 94,    38,  229,
+                                             362,    98,     1695, 310,    1305, 165,    128, 432, 43,    44,  82,
+                                             13,     151645, 94,   151644, 397,  251,    249, 94,  151645};
+const std::vector<ft::Message> kQwenMessages = {
+    {"system", "You are a helpful assistant."}, {"user", "Give me a short introduction to LLMs."}, {"assistant", ""}};
 
 TEST(TorchtuneAssets, QwenVocabMerges) {
   auto tok = make_tokenizer("torchtune.models.qwen2_5.qwen2_5_tokenizer",
@@ -134,16 +138,16 @@ TEST(TorchtuneAssets, SentencePieceLlama2Tokenizer) {
   auto tok = make_tokenizer("torchtune.models.llama2.llama2_tokenizer",
                             "path = " + quoted(fttest::assets_dir() + "/m.model") + "\nprompt_template = \"\"\n");
   const std::vector<std::int64_t> expected = {
-      1,   323, 418, 202, 31,  128, 15,  120, 47,   88,  584,  23,  1665, 182, 9,   434, 295, 85,  4,   780, 47,  636,
-      9,   1094, 213, 23, 9,   69,  69,  164, 1153, 299, 35,   961, 132,  237, 7,   5,   761, 4,   12,  0,   313, 120,
-      47,  88,  584, 166, 493, 171, 54,  299, 9,    906, 244,  19,  186,  767, 303, 671, 92,  209, 24,  190, 52,  38,
-      4,   12,  0,   1243, 7,  69,  135, 213, 166,  6,   21,   45,  128,  71,  58,  38,  14,  10,  652, 35,  462, 101,
-      1306, 7,  341, 171, 20,  14,  127, 26,  652,  7,   10,   1268, 4,   6,   21,  45,  591, 9,   566, 22,  994, 913,
-      38,  20,  52,  24,  10,  1306, 734, 14, 71,   365, 1382, 7,   10,   801, 105, 88,  244, 985, 7,   4,   6,   21,
-      45,  9,   566, 126, 180, 11,  5,   1137, 7,   10,  1089, 151, 8,    1156, 213, 342, 7,   10,  384, 104, 54,  470,
-      4,   6,   21,  45,  287, 14,  33,  125, 135,  24,  101,  512, 66,   7,   28,  822, 15,  542, 69,  59,  110, 14,
-      365, 229, 7,   3,   36,  267, 36,  125, 135,  24,  101,  1503, 182, 9,   222, 1661, 191, 332, 92, 92,  24,  24,
-      4,   2};
+      1,    323, 418,  202,  31,  128,  15,  120,  47,   88,   584,  23,   1665, 182, 9,   434,  295, 85,  4,   780,
+      47,   636, 9,    1094, 213, 23,   9,   69,   69,   164,  1153, 299,  35,   961, 132, 237,  7,   5,   761, 4,
+      12,   0,   313,  120,  47,  88,   584, 166,  493,  171,  54,   299,  9,    906, 244, 19,   186, 767, 303, 671,
+      92,   209, 24,   190,  52,  38,   4,   12,   0,    1243, 7,    69,   135,  213, 166, 6,    21,  45,  128, 71,
+      58,   38,  14,   10,   652, 35,   462, 101,  1306, 7,    341,  171,  20,   14,  127, 26,   652, 7,   10,  1268,
+      4,    6,   21,   45,   591, 9,    566, 22,   994,  913,  38,   20,   52,   24,  10,  1306, 734, 14,  71,  365,
+      1382, 7,   10,   801,  105, 88,   244, 985,  7,    4,    6,    21,   45,   9,   566, 126,  180, 11,  5,   1137,
+      7,    10,  1089, 151,  8,   1156, 213, 342,  7,    10,   384,  104,  54,   470, 4,   6,    21,  45,  287, 14,
+      33,   125, 135,  24,   101, 512,  66,  7,    28,   822,  15,   542,  69,   59,  110, 14,   365, 229, 7,   3,
+      36,   267, 36,   125,  135, 24,   101, 1503, 182,  9,    222,  1661, 191,  332, 92,  92,   24,  24,  4,   2};
   std::vector<ft::Message> messages{
       {"user",
        "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
@@ -163,7 +167,8 @@ TEST(TorchtuneAssets, SentencePieceLlama2Tokenizer) {
 
 TEST(Tokenizers, MaxSeqLenTruncatesConversationsKeepingEos) {
   auto tok = fttest::llama3_json_tokenizer("max_seq_len = 8\n");
-  const auto out = tok->tokenize_messages({{"user", "one two three four five six seven eight nine", true}, {"assistant", "ten"}}, true);
+  const auto out = tok->tokenize_messages(
+      {{"user", "one two three four five six seven eight nine", true}, {"assistant", "ten"}}, true);
   ASSERT_EQ(out.tokens.size(), 8u);
   EXPECT_EQ(out.tokens.back(), 128001);
   EXPECT_EQ(out.mask.size(), 8u);
@@ -171,12 +176,12 @@ TEST(Tokenizers, MaxSeqLenTruncatesConversationsKeepingEos) {
 }
 
 TEST(Tokenizers, ErrorsNameTheFileAndKey) {
-  auto missing = fttest::error_of([] {
-    make_tokenizer("torchtune.models.llama3.llama3_tokenizer", "path = \"/nonexistent/tokenizer.json\"\n");
-  });
+  auto missing = fttest::error_of(
+      [] { make_tokenizer("torchtune.models.llama3.llama3_tokenizer", "path = \"/nonexistent/tokenizer.json\"\n"); });
   EXPECT_NE(missing.find("/nonexistent/tokenizer.json"), std::string::npos) << missing;
   auto no_merges = fttest::error_of([] {
-    make_tokenizer("torchtune.models.qwen2_5.qwen2_5_tokenizer", "path = " + quoted(fttest::assets_dir() + "/tiny_bpe_vocab.json"));
+    make_tokenizer("torchtune.models.qwen2_5.qwen2_5_tokenizer",
+                   "path = " + quoted(fttest::assets_dir() + "/tiny_bpe_vocab.json"));
   });
   EXPECT_NE(no_merges.find("merges_file"), std::string::npos) << no_merges;
   auto bad_trunc = fttest::error_of([] { fttest::llama3_json_tokenizer("truncation_type = \"middle\"\n"); });

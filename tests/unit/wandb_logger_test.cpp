@@ -52,7 +52,8 @@ TEST(WandBLogger, OfflineRunHasRunConfigHistorySummaryExitFinal) {
   const auto files = wandb_files(dir);
   ASSERT_EQ(files.size(), 1u);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(files[0], m, std::regex(R"(/wandb/offline-run-\d{8}_\d{6}-([a-z0-9]{8})/run-([a-z0-9]{8})\.wandb$)")))
+  ASSERT_TRUE(std::regex_search(
+      files[0], m, std::regex(R"(/wandb/offline-run-\d{8}_\d{6}-([a-z0-9]{8})/run-([a-z0-9]{8})\.wandb$)")))
       << files[0];
   EXPECT_EQ(m[1], m[2]);
   const std::string run_id = m[1];
@@ -60,7 +61,8 @@ TEST(WandBLogger, OfflineRunHasRunConfigHistorySummaryExitFinal) {
 
   const auto records = records_of(files[0]);
   ASSERT_EQ(records.size(), 2u + 4u + 3u);  // run, config, 4 history, summary, exit, final
-  for (std::size_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i].int_field(kNum), static_cast<std::int64_t>(i + 1));
+  for (std::size_t i = 0; i < records.size(); ++i)
+    EXPECT_EQ(records[i].int_field(kNum), static_cast<std::int64_t>(i + 1));
 
   const Message run = records[0].message_field(kRun);
   EXPECT_EQ(run.string_field(1), run_id);
@@ -144,8 +146,8 @@ TEST(WandBLogger, LogStrategyPicksTheRanksThatWrite) {
 }
 
 TEST(WandBLogger, OnlineModeIsAClearErrorThatSaysHowToSync) {
-  const std::string err = fttest::error_of<ft::ConfigError>(
-      [] { fttest::make_logger(wandb_table("/tmp/wb", "mode = \"online\"\n")); });
+  const std::string err =
+      fttest::error_of<ft::ConfigError>([] { fttest::make_logger(wandb_table("/tmp/wb", "mode = \"online\"\n")); });
   EXPECT_NE(err.find("metric_logger.mode"), std::string::npos) << err;
   EXPECT_NE(err.find("follow-up"), std::string::npos) << err;
   EXPECT_NE(err.find("wandb sync /tmp/wb/wandb/offline-run-*"), std::string::npos) << err;

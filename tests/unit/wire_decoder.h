@@ -32,7 +32,8 @@ inline std::uint32_t reference_crc32_ieee(std::string_view data) { return bitwis
 
 inline std::uint64_t read_le(std::string_view bytes) {
   std::uint64_t v = 0;
-  for (std::size_t i = 0; i < bytes.size(); ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   return v;
 }
 
@@ -74,7 +75,8 @@ class Message {
     auto it = fields_.find(field);
     if (it == fields_.end()) throw DecodeError("missing field " + std::to_string(field));
     const Field& f = it->second.back();  // proto3: the last occurrence wins
-    if (f.wire_type != wire) throw DecodeError("field " + std::to_string(field) + ": wire type " + std::to_string(f.wire_type));
+    if (f.wire_type != wire)
+      throw DecodeError("field " + std::to_string(field) + ": wire type " + std::to_string(f.wire_type));
     return f;
   }
   std::uint64_t varint_field(int field) const { return last(field, 0).number; }
@@ -110,10 +112,13 @@ class Message {
         std::memcpy(&v, &bits, sizeof v);
         out.push_back(v);
       };
-      if (f.wire_type == 5) push(static_cast<std::uint32_t>(f.number));
+      if (f.wire_type == 5)
+        push(static_cast<std::uint32_t>(f.number));
       else if (f.wire_type == 2 && f.bytes.size() % 4 == 0)
-        for (std::size_t k = 0; k < f.bytes.size(); k += 4) push(static_cast<std::uint32_t>(read_le(std::string_view(f.bytes).substr(k, 4))));
-      else throw DecodeError("field " + std::to_string(field) + " is not a float");
+        for (std::size_t k = 0; k < f.bytes.size(); k += 4)
+          push(static_cast<std::uint32_t>(read_le(std::string_view(f.bytes).substr(k, 4))));
+      else
+        throw DecodeError("field " + std::to_string(field) + " is not a float");
     }
     return out;
   }
@@ -150,7 +155,8 @@ inline std::vector<std::string> read_tfrecords(const std::string& file) {
   while (!rest.empty()) {
     if (rest.size() < 12) throw DecodeError("truncated record header");
     const std::uint64_t n = read_le(rest.substr(0, 8));
-    if (read_le(rest.substr(8, 4)) != reference_masked_crc32c(rest.substr(0, 8))) throw DecodeError("length CRC mismatch");
+    if (read_le(rest.substr(8, 4)) != reference_masked_crc32c(rest.substr(0, 8)))
+      throw DecodeError("length CRC mismatch");
     if (rest.size() < 16 + n) throw DecodeError("truncated record");
     const std::string_view data = rest.substr(12, n);
     if (read_le(rest.substr(12 + n, 4)) != reference_masked_crc32c(data)) throw DecodeError("data CRC mismatch");

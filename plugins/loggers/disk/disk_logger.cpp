@@ -5,8 +5,8 @@
 #include <ft/metric_logger.h>
 #include <ft/plugin.h>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -66,18 +66,18 @@ void register_components(ft::Registry& reg) {
   s.required("log_dir", ValueType::String, "directory for the log file")
       .optional("filename", ValueType::String, "", "file name (default log_<unix time>.txt or .jsonl)")
       .optional("output_fmt", ValueType::String, "\"txt\"", "txt (torchtune's format) or jsonl");
-  reg.add<ft::MetricLogger>("torchtune.training.metric_logging.DiskLogger", s, "metrics to a text or JSONL file",
-                            [](const ft::ConfigNode& cfg, ft::MetricLogger::Args args) -> std::unique_ptr<ft::MetricLogger> {
-                              const auto fmt_name = cfg.get<std::string>("output_fmt");
-                              if (fmt_name != "txt" && fmt_name != "jsonl")
-                                cfg.fail("output_fmt", "expected \"txt\" or \"jsonl\", got \"" + fmt_name + "\"");
-                              if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();
-                              const auto dir = cfg.get<std::string>("log_dir");
-                              boost::filesystem::create_directories(dir);
-                              auto name = cfg.get<std::string>(
-                                  "filename", fmt::format("log_{}.{}", std::time(nullptr), fmt_name));
-                              return std::make_unique<DiskLogger>(dir + "/" + name, fmt_name == "jsonl");
-                            });
+  reg.add<ft::MetricLogger>(
+      "torchtune.training.metric_logging.DiskLogger", s, "metrics to a text or JSONL file",
+      [](const ft::ConfigNode& cfg, ft::MetricLogger::Args args) -> std::unique_ptr<ft::MetricLogger> {
+        const auto fmt_name = cfg.get<std::string>("output_fmt");
+        if (fmt_name != "txt" && fmt_name != "jsonl")
+          cfg.fail("output_fmt", "expected \"txt\" or \"jsonl\", got \"" + fmt_name + "\"");
+        if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();
+        const auto dir = cfg.get<std::string>("log_dir");
+        boost::filesystem::create_directories(dir);
+        auto name = cfg.get<std::string>("filename", fmt::format("log_{}.{}", std::time(nullptr), fmt_name));
+        return std::make_unique<DiskLogger>(dir + "/" + name, fmt_name == "jsonl");
+      });
 }
 
 }  // namespace

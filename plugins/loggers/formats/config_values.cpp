@@ -46,10 +46,14 @@ void collect_leaves(const ft::ConfigNode& table, const std::string& prefix, std:
       continue;
     }
     const Json v = value_as_json(table, key);
-    if (v.is_boolean()) out.push_back({name, v.get<bool>()});
-    else if (v.is_number()) out.push_back({name, v.get<double>()});
-    else if (v.is_string()) out.push_back({name, v.get<std::string>()});
-    else if (!v.is_null()) out.push_back({name, v.dump(-1, ' ', false, Json::error_handler_t::replace)});
+    if (v.is_boolean())
+      out.push_back({name, v.get<bool>()});
+    else if (v.is_number())
+      out.push_back({name, v.get<double>()});
+    else if (v.is_string())
+      out.push_back({name, v.get<std::string>()});
+    else if (!v.is_null())
+      out.push_back({name, v.dump(-1, ' ', false, Json::error_handler_t::replace)});
   }
 }
 
@@ -57,7 +61,8 @@ void collect_leaves(const ft::ConfigNode& table, const std::string& prefix, std:
 
 std::vector<std::pair<std::string, std::string>> config_items_as_json(const ft::ConfigNode& table) {
   std::vector<std::pair<std::string, std::string>> items;
-  for (const auto& key : table.keys()) items.emplace_back(key, value_as_json(table, key).dump(-1, ' ', false, Json::error_handler_t::replace));
+  for (const auto& key : table.keys())
+    items.emplace_back(key, value_as_json(table, key).dump(-1, ' ', false, Json::error_handler_t::replace));
   return items;
 }
 

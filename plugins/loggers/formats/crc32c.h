@@ -11,8 +11,6 @@ namespace ft_loggers {
 std::uint32_t crc32c(std::string_view data, std::uint32_t crc = 0);
 
 // TFRecord stores checksums masked, so a CRC over data that itself holds CRCs stays useful.
-constexpr std::uint32_t mask_crc32c(std::uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+constexpr std::uint32_t mask_crc32c(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 
 }  // namespace ft_loggers

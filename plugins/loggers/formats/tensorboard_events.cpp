@@ -123,9 +123,12 @@ std::string hparams_session_start_event(double wall_time, const std::vector<HPar
   ProtoWriter info;
   for (const auto& hp : hparams) {
     ProtoWriter value;
-    if (const auto* number = std::get_if<double>(&hp.value)) value.double_value(kValueNumber, *number);
-    else if (const auto* flag = std::get_if<bool>(&hp.value)) value.boolean(kValueBool, *flag);
-    else value.bytes(kValueString, std::get<std::string>(hp.value));
+    if (const auto* number = std::get_if<double>(&hp.value))
+      value.double_value(kValueNumber, *number);
+    else if (const auto* flag = std::get_if<bool>(&hp.value))
+      value.boolean(kValueBool, *flag);
+    else
+      value.bytes(kValueString, std::get<std::string>(hp.value));
     ProtoWriter entry;
     entry.bytes(kMapKey, hp.name);
     entry.message(kMapValue, value);

@@ -18,7 +18,7 @@ std::string json_number(double value);
 
 struct WandbRunInfo {
   std::string run_id;
-  std::string entity;   // empty: the user's default entity, chosen at sync time
+  std::string entity;  // empty: the user's default entity, chosen at sync time
   std::string project;
   std::string group;
   std::string display_name;

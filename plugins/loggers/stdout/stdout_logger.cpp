@@ -25,11 +25,12 @@ class StdoutLogger final : public ft::MetricLogger {
 };
 
 void register_components(ft::Registry& reg) {
-  reg.add<ft::MetricLogger>("torchtune.training.metric_logging.StdoutLogger", ft::Schema{}, "metrics to standard output",
-                            [](const ft::ConfigNode&, ft::MetricLogger::Args args) -> std::unique_ptr<ft::MetricLogger> {
-                              if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();
-                              return std::make_unique<StdoutLogger>();
-                            });
+  reg.add<ft::MetricLogger>(
+      "torchtune.training.metric_logging.StdoutLogger", ft::Schema{}, "metrics to standard output",
+      [](const ft::ConfigNode&, ft::MetricLogger::Args args) -> std::unique_ptr<ft::MetricLogger> {
+        if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();
+        return std::make_unique<StdoutLogger>();
+      });
 }
 
 }  // namespace

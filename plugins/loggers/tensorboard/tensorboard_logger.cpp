@@ -13,8 +13,8 @@
 #include <ft/metric_logger.h>
 #include <ft/plugin.h>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include <unistd.h>
 
@@ -69,7 +69,8 @@ class TensorBoardLogger final : public ft::MetricLogger {
   void log_dict(const ft::Metrics& metrics, std::int64_t step) override {
     std::lock_guard<std::mutex> lock(mutex_);
     const double now = unix_time();
-    for (const auto& [name, value] : metrics) append(ft_loggers::scalar_event(now, step, name, static_cast<float>(value)));
+    for (const auto& [name, value] : metrics)
+      append(ft_loggers::scalar_event(now, step, name, static_cast<float>(value)));
   }
 
   void log_config(const ft::ConfigNode& root) override {

@@ -15,9 +15,8 @@
 #include <ft/metric_logger.h>
 #include <ft/plugin.h>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
-
+#include <boost/filesystem.hpp>
 
 #include <cstdlib>
 #include <ctime>
@@ -29,8 +28,8 @@
 namespace {
 
 using ft::ValueType;
-using ft_loggers::JsonItems;
 using ft_loggers::host_name;
+using ft_loggers::JsonItems;
 using ft_loggers::unix_time;
 
 // wandb's run ids: 8 characters of [a-z0-9].
@@ -161,8 +160,8 @@ bool writes_from_this_rank(const ft::ConfigNode& cfg, const ft::MetricLogger::Ar
   if (strategy == "main") return args.rank == 0;
   if (strategy == "node") return args.local_rank == 0;
   if (strategy == "all") return true;
-  cfg.fail("log_strategy", "expected \"main\" (rank 0), \"node\" (local rank 0 of each node) or \"all\", got \"" +
-                               strategy + "\"");
+  cfg.fail("log_strategy",
+           "expected \"main\" (rank 0), \"node\" (local rank 0 of each node) or \"all\", got \"" + strategy + "\"");
 }
 
 // The config's mode, else $WANDB_MODE as wandb reads it, else offline.
@@ -176,9 +175,10 @@ std::unique_ptr<ft::MetricLogger> make_wandb_logger(const ft::ConfigNode& cfg, f
   const std::string mode = wandb_mode(cfg);
   const std::string log_dir = cfg.get<std::string>("log_dir");
   if (mode == "online")
-    cfg.fail("mode", "online mode (HTTP to a W&B server) is not implemented yet; it is a follow-up. Run with "
-                     "mode = \"offline\" and upload the run afterwards with `wandb sync " +
-                         (log_dir.empty() ? std::string(".") : log_dir) + "/wandb/offline-run-*` (docs/loggers.md)");
+    cfg.fail("mode",
+             "online mode (HTTP to a W&B server) is not implemented yet; it is a follow-up. Run with "
+             "mode = \"offline\" and upload the run afterwards with `wandb sync " +
+                 (log_dir.empty() ? std::string(".") : log_dir) + "/wandb/offline-run-*` (docs/loggers.md)");
   if (mode != "offline" && mode != "disabled")
     cfg.fail("mode", "expected \"offline\", \"disabled\" or \"online\", got \"" + mode + "\"");
   if (!writes_from_this_rank(cfg, args) || mode == "disabled") return std::make_unique<SilentLogger>();
@@ -202,9 +202,12 @@ void register_components(ft::Registry& reg) {
       .optional("entity", ValueType::String, "", "W&B entity (default: your default entity, at sync time)")
       .optional("group", ValueType::String, "", "W&B group of runs")
       .optional("name", ValueType::String, "", "display name of the run (default: chosen by W&B)")
-      .optional("log_dir", ValueType::String, "\"\"", "directory that gets the wandb/ folder (default: the working directory)")
-      .optional("mode", ValueType::String, "", "offline or disabled (default: $WANDB_MODE, else offline); online is a follow-up")
-      .optional("log_strategy", ValueType::String, "\"main\"", "which ranks log: main (rank 0), node (local rank 0), all");
+      .optional("log_dir", ValueType::String, "\"\"",
+                "directory that gets the wandb/ folder (default: the working directory)")
+      .optional("mode", ValueType::String, "",
+                "offline or disabled (default: $WANDB_MODE, else offline); online is a follow-up")
+      .optional("log_strategy", ValueType::String, "\"main\"",
+                "which ranks log: main (rank 0), node (local rank 0), all");
   reg.add<ft::MetricLogger>("torchtune.training.metric_logging.WandBLogger", s,
                             "Weights & Biases offline run (wandb sync uploads it)", make_wandb_logger);
 }

@@ -40,7 +40,7 @@ class FT_API ConfigNode {
   bool is_table_list(std::string_view key) const;
   // The table, or every table of the list; error if it is neither.
   std::vector<ConfigNode> table_list(std::string_view key) const;
-  std::vector<std::string> keys() const;         // in file order
+  std::vector<std::string> keys() const;  // in file order
 
   // The `_component_` of this table, or empty.
   std::string component() const;

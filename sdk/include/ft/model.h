@@ -44,8 +44,8 @@ struct NamedTensor {
 // A group of parameters that sharded data parallelism gathers and frees together: torchtune's
 // FSDP wraps each transformer layer this way. Units are listed in forward order.
 struct ShardingUnit {
-  std::string name;                   // e.g. "layers.3"
-  std::vector<at::Tensor> parameters; // the live parameters (same storage as the module's)
+  std::string name;                    // e.g. "layers.3"
+  std::vector<at::Tensor> parameters;  // the live parameters (same storage as the module's)
 };
 
 // Called by the model around each unit's forward, so a strategy can gather the unit's
@@ -76,7 +76,10 @@ class Model {
   virtual std::vector<NamedTensor> hf_parameters() = 0;
   // Hugging Face names a checkpoint may hold that this model deliberately ignores
   // (e.g. `lm_head.weight` of a tied model, rotary caches).
-  virtual bool ignorable_hf_name(const std::string& name) const { (void)name; return false; }
+  virtual bool ignorable_hf_name(const std::string& name) const {
+    (void)name;
+    return false;
+  }
   // A Hugging Face `config.json` describing this architecture, for checkpoints of models
   // initialised from scratch.
   virtual std::string hf_config_json() const = 0;

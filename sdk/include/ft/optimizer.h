@@ -30,7 +30,9 @@ class Optimizer {
   // where i indexes Args::params. Live tensors: copy them before the next step() if they must
   // outlive it. Hyperparameters (lr included) are not state: they come from the config and the
   // scheduler.
-  virtual std::vector<NamedTensor> state() const { throw Error("this optimizer cannot export its state for a checkpoint"); }
+  virtual std::vector<NamedTensor> state() const {
+    throw Error("this optimizer cannot export its state for a checkpoint");
+  }
   // Replaces the state with one state() returned for the same parameters (copied in). Throws
   // ft::Error naming the tensor on an unknown name, a shape or dtype mismatch.
   virtual void load_state(const std::vector<NamedTensor>& state) {

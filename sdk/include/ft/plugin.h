@@ -10,8 +10,8 @@
 
 #include <ft/registry.h>
 
-#include <boost/dll/alias.hpp>
 #include <torch/version.h>
+#include <boost/dll/alias.hpp>
 
 #include <cstdint>
 
@@ -64,12 +64,12 @@ using PluginEntry = const PluginInfo*();
 
 }  // namespace ft
 
-#define FT_PLUGIN(NAME, VERSION, REGISTER_FN)                                                   \
-  namespace ft_plugin_entry {                                                                   \
-  const ::ft::PluginInfo* plugin_info() {                                                       \
-    static const ::ft::PluginInfo info{FT_ABI_MAJOR, FT_ABI_MINOR, NAME, VERSION,               \
-                                       ::ft::this_build_fingerprint(), &REGISTER_FN};           \
-    return &info;                                                                               \
-  }                                                                                             \
-  }                                                                                             \
+#define FT_PLUGIN(NAME, VERSION, REGISTER_FN)                                                                     \
+  namespace ft_plugin_entry {                                                                                     \
+  const ::ft::PluginInfo* plugin_info() {                                                                         \
+    static const ::ft::PluginInfo info{FT_ABI_MAJOR, FT_ABI_MINOR, NAME, VERSION, ::ft::this_build_fingerprint(), \
+                                       &REGISTER_FN};                                                             \
+    return &info;                                                                                                 \
+  }                                                                                                               \
+  }                                                                                                               \
   BOOST_DLL_ALIAS(ft_plugin_entry::plugin_info, fthost_plugin_v1)

@@ -42,7 +42,7 @@ struct ComponentInfo {
   Kind kind;
   Schema schema;
   std::string summary;
-  std::string library;                      // path of the plugin library that registered it
+  std::string library;                            // path of the plugin library that registered it
   std::shared_ptr<const void> library_keepalive;  // holds the library loaded
   std::shared_ptr<const FactoryBase> factory;
 };
@@ -52,8 +52,8 @@ class FT_API Registry {
   template <class Interface, class Make>
   void add(std::string name, Schema schema, std::string summary, Make make) {
     auto factory = std::make_shared<TypedFactory<Interface>>(typename TypedFactory<Interface>::Make(std::move(make)));
-    add_entry(ComponentInfo{std::move(name), Interface::kind, std::move(schema), std::move(summary), {}, {},
-                            std::move(factory)});
+    add_entry(ComponentInfo{
+        std::move(name), Interface::kind, std::move(schema), std::move(summary), {}, {}, std::move(factory)});
   }
 
   const ComponentInfo* find(std::string_view name) const;

@@ -26,7 +26,9 @@ inline bool cuda_built() {
 #endif
 }
 
-inline std::int64_t cuda_device_count() { return cuda_built() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0; }
+inline std::int64_t cuda_device_count() {
+  return cuda_built() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0;
+}
 
 struct CudaMemoryPeaks {
   double active_bytes = 0, allocated_bytes = 0, reserved_bytes = 0;

@@ -14,8 +14,7 @@ namespace ft::detail {
 
 class ConfigDocument {
  public:
-  ConfigDocument(toml::table root, std::string source_name)
-      : root_(std::move(root)), source_(std::move(source_name)) {}
+  ConfigDocument(toml::table root, std::string source_name) : root_(std::move(root)), source_(std::move(source_name)) {}
 
   toml::table& root() { return root_; }
   const toml::table& root() const { return root_; }

@@ -4,8 +4,9 @@
 namespace {
 void register_nothing(ft::Registry&) { throw std::runtime_error("must never be called"); }
 const ft::PluginInfo* info() {
-  static const ft::PluginInfo i{FT_ABI_MAJOR, FT_ABI_MINOR, "wrong_fingerprint", "1.0",
-                                ft::BuildFingerprint{"2.5.1", 1, 1, "gcc 13"}, &register_nothing};
+  static const ft::PluginInfo i{
+      FT_ABI_MAJOR,     FT_ABI_MINOR, "wrong_fingerprint", "1.0", ft::BuildFingerprint{"2.5.1", 1, 1, "gcc 13"},
+      &register_nothing};
   return &i;
 }
 }  // namespace
