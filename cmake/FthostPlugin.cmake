@@ -10,6 +10,9 @@ function(fthost_add_plugin name)
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE fthost::sdk ${ARG_LINK})
+  if(TARGET fthost_warnings)  # in-tree only: third-party plugins choose their own flags
+    target_link_libraries(${name} PRIVATE fthost_warnings)
+  endif()
   set_target_properties(${name} PROPERTIES
     PREFIX "lib"
     CXX_VISIBILITY_PRESET hidden
