@@ -6,6 +6,7 @@
 #include "plugin_loader.h"
 #include "rank_logging.h"
 #include "recipe_schema.h"
+#include "torchtune_key_rewrites.h"
 #include "training_settings.h"
 
 #include "ft_host/schema_check.h"
@@ -83,69 +84,14 @@ int cmd_plugins(const Invocation& inv) {
   return 0;
 }
 
-std::string toml_text(const toml::node& value) {
-  std::ostringstream text;
-  value.visit([&](const auto& v) { text << v; });
-  return text.str();
-}
-
-// torchtune's distributed recipe always shards with FSDP, configured by top-level keys. Without
-// a [parallelism] table, fthost does the same for a multi-rank run (and uses `single` for one
-// rank), moving those keys into the table so the effective config shows what runs.
-void translate_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {
-  if (root.is_table("parallelism")) return;
-  const DistributedEnvironment env = read_distributed_environment();
-  if (env.world_size == 1) {
-    apply_overrides(doc, {"parallelism._component_=\"fthost.parallelism.single\""});
-    return;
-  }
-  std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.fsdp\""};
-  const std::vector<std::pair<std::string, std::string>> moved = {
-      {"data_parallel_shard_dim", "data_parallel_shard_dim"},
-      {"data_parallel_replicate_dim", "data_parallel_replicate_dim"},
-      {"fsdp_reshard_after_forward", "reshard_after_forward"},
-      {"fsdp_cpu_offload", "cpu_offload"},
-  };
-  auto& table = doc.root();
-  for (const auto& [from, to] : moved) {
-    if (!root.has(from)) continue;
-    if (const toml::node* value = table.get(from)) overrides.push_back("parallelism." + to + "=" + toml_text(*value));
-  }
-  if (root.has("custom_sharded_layers")) {
-    if (const toml::node* value = table.get("custom_sharded_layers"))
-      overrides.push_back("parallelism.custom_sharded_layers=" + toml_text(*value));
-  }
-  apply_overrides(doc, overrides);
-  if (env.rank == 0)
-    ft::log::info(
-        "parallelism: {} ranks and no [parallelism] table: sharding with fthost.parallelism.fsdp, as torchtune does",
-        env.world_size);
-}
-
-// torchtune names the collate function with a top-level `collate_fn = "dotted.name"`; fthost
-// instantiates it like any component, from a `collate` table. The translation shows in the
-// effective config.
-void translate_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {
-  if (root.is_table("collate")) {
-    if (root.has("collate_fn"))
-      root.fail("collate_fn", "give the collate function once: either collate_fn or a [collate] table");
-    return;
-  }
-  translate_parallelism_keys(doc, root);
-  const std::string name = root.get<std::string>("collate_fn", "torchtune.data.padded_collate_sft");
-  if (name.find("left_pad_sequence") != std::string::npos)
-    root.fail("collate_fn", "left_pad_sequence collator is only for inference.");
-  std::vector<std::string> overrides{"collate._component_=\"" + name + "\""};
-  if (root.has("collate_fn")) overrides.push_back("~collate_fn");
-  apply_overrides(doc, overrides);
-}
-
 // Schema-checks the top level and every component table; all problems are reported together.
-void validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
+// Returns the run's settings.
+TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
   std::vector<std::string> problems = ft::detail::check_and_complete(root, recipe_schema());
+  TrainingSettings settings;
   if (problems.empty()) {
     try {
-      read_training_settings(root);
+      settings = read_training_settings(root);
     } catch (const ft::ConfigError& e) {
       problems.push_back(e.what());
     }
@@ -174,15 +120,16 @@ void validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
     }
     throw ft::ConfigError(msg);
   }
+  return settings;
 }
 
 int cmd_validate_or_run(const Invocation& inv) {
   if (inv.config_path.empty()) throw ft::ConfigError("--config: required (a run configuration in TOML)");
   auto doc = load_config(inv.config_path, inv.args);
   ft::ConfigNode root = ft::detail::root_node(doc);
-  translate_torchtune_keys(*doc, root);
+  rewrite_torchtune_keys(*doc, root);
   PluginLoader loader = load_plugins(inv, &root);
-  validate_config(loader.registry(), root);
+  const TrainingSettings settings = validate_config(loader.registry(), root);
   if (inv.command == "validate") {
     std::cout << inv.config_path << ": OK (" << loader.registry().size() << " components available)\n";
     return 0;
@@ -190,14 +137,13 @@ int cmd_validate_or_run(const Invocation& inv) {
   const DistributedEnvironment env = read_distributed_environment();
   configure_rank_logging(env.rank, env.world_size);
   if (env.rank == 0) {
-    const std::string out_dir = root.get<std::string>("output_dir");
-    boost::filesystem::create_directories(out_dir);
+    boost::filesystem::create_directories(settings.output_dir);
     const std::string effective = root.to_toml();
     ft::log::info("effective config:\n{}", effective);
-    std::ofstream f(out_dir + "/config.effective.toml");
+    std::ofstream f(settings.output_dir + "/config.effective.toml");
     f << effective << "\n";
   }
-  return run_full_finetune(loader.registry(), root);
+  return run_full_finetune(loader.registry(), root, settings);
 }
 
 }  // namespace

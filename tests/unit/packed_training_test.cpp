@@ -85,13 +85,13 @@ std::vector<double> logged_losses(const std::string& metrics_path) {
   return losses;
 }
 
-std::string alpaca_run_config(const std::string& out, bool packed) {
+std::string alpaca_run_config(const std::string& out, bool packed, bool names_collate_fn = true) {
   std::string c =
       "output_dir = " + quoted(out) +
       "\nseed = 0\nepochs = 1\nmax_steps_per_epoch = 12\nbatch_size = " + (packed ? "2" : "4") +
       "\nshuffle = true\nnum_threads = 2\n" +
-      (packed ? "collate_fn = \"torchtune.data.padded_collate_packed\"\n" : "") + "\n" + kTinyLlama3 +
-      "\n[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = " +
+      (packed && names_collate_fn ? "collate_fn = \"torchtune.data.padded_collate_packed\"\n" : "") + "\n" +
+      kTinyLlama3 + "\n[tokenizer]\n_component_ = \"torchtune.models.llama3.llama3_tokenizer\"\npath = " +
       quoted(fttest::tokenizers_dir() + "/llama3/tokenizer.json") +
       "\nmax_seq_len = 256\n"
       "\n[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\nsource = " +
@@ -124,5 +124,19 @@ TEST_P(AlpacaEndToEnd, TinyLlama3LossFalls) {
 
 INSTANTIATE_TEST_SUITE_P(Packing, AlpacaEndToEnd, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "packed" : "unpacked"; });
+
+// torchtune collates packed data with padded_collate_packed without being told; so does fthost.
+TEST(PackedTraining, WithoutCollateFnEqualsWithIt) {
+  std::vector<std::vector<double>> runs;
+  for (bool names_collate_fn : {true, false}) {
+    const std::string out = fttest::temp_dir();
+    const auto config = fttest::write_temp("run.toml", alpaca_run_config(out, true, names_collate_fn));
+    const auto result = fttest::run_fthost("--config " + config + " max_steps_per_epoch=3");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    runs.push_back(logged_losses(out + "/logs/metrics.jsonl"));
+  }
+  ASSERT_EQ(runs[0].size(), 3u);
+  EXPECT_EQ(runs[0], runs[1]);
+}
 
 }  // namespace

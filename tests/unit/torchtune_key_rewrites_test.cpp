@@ -1,0 +1,92 @@
+// torchtune's top-level spellings turned into fthost's component tables: each rewrite on its own,
+// the collate function torchtune picks for packed data, and the run a rewrite must not break.
+#include "test_helpers.h"
+
+#include "config_loader.h"
+#include "torchtune_key_rewrites.h"
+
+#include <ft/errors.h>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+struct Loaded {
+  std::shared_ptr<ft::detail::ConfigDocument> doc;
+  ft::ConfigNode root;
+};
+
+Loaded load(const std::string& text) {
+  auto doc = fthost::load_config(fttest::write_temp("run.toml", text), {});
+  return {doc, ft::detail::root_node(doc)};
+}
+
+const char* kUnpacked = "[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\n";
+const char* kPacked = "[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\npacked = true\n";
+
+std::string collate_of(const std::string& text) {
+  Loaded c = load(text);
+  fthost::rewrite_collate_fn(*c.doc, c.root);
+  return c.root.table("collate").component();
+}
+
+TEST(TorchtuneKeyRewrites, CollateTableStillGetsParallelism) {
+  // A [collate] table used to stop every other rewrite, so the run failed on a missing [parallelism].
+  Loaded c = load("[collate]\n_component_ = \"torchtune.data.padded_collate_sft\"\n");
+  fthost::rewrite_torchtune_keys(*c.doc, c.root);
+  ASSERT_TRUE(c.root.is_table("parallelism"));
+  EXPECT_EQ(c.root.table("parallelism").component(), "fthost.parallelism.single");
+  EXPECT_EQ(c.root.table("collate").component(), "torchtune.data.padded_collate_sft");
+}
+
+TEST(TorchtuneKeyRewrites, SeveralRanksShardWithTheTopLevelFsdpKeys) {
+  Loaded c = load("fsdp_reshard_after_forward = false\ncustom_sharded_layers = [\"output\"]\n");
+  fthost::rewrite_parallelism_keys(*c.doc, c.root, /*world_size=*/2, /*rank=*/1);
+  const ft::ConfigNode p = c.root.table("parallelism");
+  EXPECT_EQ(p.component(), "fthost.parallelism.fsdp");
+  EXPECT_FALSE(p.get<bool>("reshard_after_forward"));
+  EXPECT_EQ(p.get<std::vector<std::string>>("custom_sharded_layers"), std::vector<std::string>{"output"});
+}
+
+TEST(TorchtuneKeyRewrites, CollateFnBecomesATable) {
+  EXPECT_EQ(collate_of(kUnpacked), "torchtune.data.padded_collate_sft");
+  Loaded c = load(std::string("collate_fn = \"acme.my_collate\"\n") + kUnpacked);
+  fthost::rewrite_collate_fn(*c.doc, c.root);
+  EXPECT_EQ(c.root.table("collate").component(), "acme.my_collate");
+  EXPECT_FALSE(c.root.has("collate_fn"));
+}
+
+TEST(TorchtuneKeyRewrites, PackedDataIsCollatedAsPacks) {
+  // torchtune's recipe uses padded_collate_packed for packed data whatever collate_fn says.
+  EXPECT_EQ(collate_of(kPacked), "torchtune.data.padded_collate_packed");
+  EXPECT_EQ(collate_of(std::string("collate_fn = \"torchtune.data.padded_collate_sft\"\n") + kPacked),
+            "torchtune.data.padded_collate_packed");
+  EXPECT_EQ(
+      collate_of("[[dataset]]\n_component_ = \"a\"\npacked = true\n[[dataset]]\n_component_ = \"b\"\npacked = true\n"),
+      "torchtune.data.padded_collate_packed");
+}
+
+TEST(TorchtuneKeyRewrites, PackedDataRefusesACollateThatMixesDocuments) {
+  const std::string message = fttest::error_of<ft::ConfigError>(
+      [] { collate_of(std::string(kPacked) + "[collate]\n_component_ = \"torchtune.data.padded_collate_sft\"\n"); });
+  EXPECT_NE(message.find("collate: torchtune.data.padded_collate_sft would let the documents of a pack attend"),
+            std::string::npos)
+      << message;
+}
+
+TEST(TorchtuneKeyRewrites, MixedPackedAndUnpackedDatasetsAreRefused) {
+  const std::string message = fttest::error_of<ft::ConfigError>(
+      [] { collate_of("[[dataset]]\n_component_ = \"a\"\npacked = true\n[[dataset]]\n_component_ = \"b\"\n"); });
+  EXPECT_NE(message.find("1 of the 2 datasets set packed = true"), std::string::npos) << message;
+}
+
+TEST(TorchtuneKeyRewrites, RunWithACollateTableAndNoParallelismTable) {
+  const std::string out = fttest::temp_dir();
+  const auto result = fttest::run_fthost("--config " + std::string(FT_SOURCE_DIR) +
+                                         "/configs/tiny_demo.toml epochs=1 max_steps_per_epoch=2 output_dir=" + out +
+                                         " collate._component_=torchtune.data.padded_collate_sft dataset.source=" +
+                                         std::string(FT_SOURCE_DIR) + "/configs/demo/sort_tokens.jsonl");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+}  // namespace
