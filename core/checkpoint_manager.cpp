@@ -62,48 +62,6 @@ void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const 
   with_host_errors([&] { checkpointer.load_model_from(model, point.dir); });
 }
 
-CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const std::string& output_dir) {
-  CheckpointSettings s;
-  s.dir = output_dir;
-  if (root.is_table("checkpointer")) {
-    const ft::ConfigNode ckpt = root.table("checkpointer");
-    const auto own = ckpt.get_optional<std::string>("output_dir");
-    if (own && !own->empty()) s.dir = *own;
-    // torchtune's configs also carry the key in the checkpointer table.
-    if (ckpt.get<bool>("resume_from_checkpoint", false)) s.resume = CheckpointSettings::Resume::Newest;
-  }
-  s.save_every_n_steps = root.get<std::int64_t>("save_every_n_steps", 0);
-  if (s.save_every_n_steps < 0)
-    root.fail("save_every_n_steps", "expected an integer >= 0 (0: save at the end of each epoch only)");
-  s.keep_last_n = root.get<std::int64_t>("keep_last_n", 0);
-  if (s.keep_last_n < 0) root.fail("keep_last_n", "expected an integer >= 0 (0: keep every checkpoint)");
-  if (root.has("resume_from_checkpoint")) {
-    std::optional<bool> flag;
-    try {
-      flag = root.get<bool>("resume_from_checkpoint");
-    } catch (const ft::ConfigError&) {
-    }
-    if (flag) {
-      if (*flag) s.resume = CheckpointSettings::Resume::Newest;
-    } else {
-      std::string path;
-      try {
-        path = root.get<std::string>("resume_from_checkpoint");
-      } catch (const ft::ConfigError&) {
-        root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
-      }
-      if (path.empty())
-        root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
-      s.resume = CheckpointSettings::Resume::Path;
-      s.resume_path = path;
-    }
-  }
-  s.async = root.get<bool>("enable_async_checkpointing", false);
-  s.timeout =
-      std::chrono::milliseconds(static_cast<std::int64_t>(root.get<double>("distributed_timeout_s", 300.0) * 1000));
-  return s;
-}
-
 std::optional<ResumePoint> find_resume_point(const CheckpointSettings& s) {
   ResumePoint point;
   switch (s.resume) {

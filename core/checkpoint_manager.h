@@ -24,19 +24,6 @@
 
 namespace fthost {
 
-struct CheckpointSettings {
-  std::string dir;                      // where checkpoints go: the checkpointer's output_dir
-  std::int64_t save_every_n_steps = 0;  // 0: at the end of each epoch only
-  std::int64_t keep_last_n = 0;         // 0: keep all
-  enum class Resume { No, Newest, Path } resume = Resume::No;
-  std::string resume_path;
-  bool async = false;
-  std::chrono::milliseconds timeout{300000};  // how long rank 0 waits for the other ranks' files
-};
-
-// Throws ft::ConfigError naming the key.
-CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const std::string& output_dir);
-
 struct ResumePoint {
   std::string dir;
   std::string manifest_path;

@@ -12,20 +12,22 @@ namespace fthost {
 
 namespace {
 
+// The value of a key that may have one of several types, when it has type T; nullopt otherwise.
+template <class T>
+std::optional<T> optional_as(const ft::ConfigNode& root, const char* key) {
+  try {
+    return root.get_optional<T>(key);
+  } catch (const ft::ConfigError&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<double> read_clip_grad_norm(const ft::ConfigNode& root) {
   if (!root.has("clip_grad_norm")) return std::nullopt;
   // torchtune configs write `clip_grad_norm: null` (absent in TOML), a number, or the string "inf".
-  std::optional<double> value;
-  try {
-    value = root.get_optional<double>("clip_grad_norm");
-  } catch (const ft::ConfigError&) {
-  }
+  const std::optional<double> value = optional_as<double>(root, "clip_grad_norm");
   if (!value) {
-    std::optional<std::string> text;
-    try {
-      text = root.get_optional<std::string>("clip_grad_norm");
-    } catch (const ft::ConfigError&) {
-    }
+    const std::optional<std::string> text = optional_as<std::string>(root, "clip_grad_norm");
     if (text && *text == "inf") return std::numeric_limits<double>::infinity();
     root.fail("clip_grad_norm",
               "expected a positive number or \"inf\"" + (text ? ", got \"" + *text + "\"" : std::string()));
@@ -77,8 +79,41 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
     root.fail("enable_activation_checkpointing", "activation checkpointing is not implemented yet; set it to false");
   if (root.get<bool>("compile", false))
     ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
-  if (root.get<bool>("fsdp_cpu_offload", false) || root.has("custom_sharded_layers"))
-    ft::log::warn("fsdp_cpu_offload / custom_sharded_layers apply to sharded training; a single rank ignores them");
+  if (const auto tp = root.get<std::int64_t>("tensor_parallel_dim"); tp != 1)
+    root.fail("tensor_parallel_dim",
+              "tensor parallelism is not implemented yet; set it to 1 (got " + std::to_string(tp) + ")");
+}
+
+CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const TrainingSettings& s) {
+  CheckpointSettings c;
+  c.dir = s.output_dir;
+  if (root.is_table("checkpointer")) {
+    const ft::ConfigNode checkpointer = root.table("checkpointer");
+    const auto own = checkpointer.get_optional<std::string>("output_dir");
+    if (own && !own->empty()) c.dir = *own;
+    // torchtune's configs also carry the key in the checkpointer table.
+    if (checkpointer.get<bool>("resume_from_checkpoint", false)) c.resume = CheckpointSettings::Resume::Newest;
+  }
+  c.save_every_n_steps = root.get<std::int64_t>("save_every_n_steps");
+  if (c.save_every_n_steps < 0)
+    root.fail("save_every_n_steps", "expected an integer >= 0 (0: save at the end of each epoch only)");
+  c.keep_last_n = root.get<std::int64_t>("keep_last_n");
+  if (c.keep_last_n < 0) root.fail("keep_last_n", "expected an integer >= 0 (0: keep every checkpoint)");
+  if (root.has("resume_from_checkpoint")) {
+    const auto flag = optional_as<bool>(root, "resume_from_checkpoint");
+    if (flag) {
+      if (*flag) c.resume = CheckpointSettings::Resume::Newest;
+    } else {
+      const auto path = optional_as<std::string>(root, "resume_from_checkpoint");
+      if (!path || path->empty())
+        root.fail("resume_from_checkpoint", "expected true, false or the path of a checkpoint directory");
+      c.resume = CheckpointSettings::Resume::Path;
+      c.resume_path = *path;
+    }
+  }
+  c.async = root.get<bool>("enable_async_checkpointing");
+  c.timeout = s.distributed_timeout;
+  return c;
 }
 
 }  // namespace
@@ -101,6 +136,10 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.log_peak_memory_stats = root.get<bool>("log_peak_memory_stats");
   s.num_threads = root.get<int>("num_threads");
   if (s.num_threads < 0) root.fail("num_threads", "expected an integer >= 0 (0: all cores)");
+  const double timeout_s = root.get<double>("distributed_timeout_s");
+  if (!(timeout_s > 0)) root.fail("distributed_timeout_s", "expected a positive number of seconds");
+  s.distributed_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
+  s.checkpoint = read_checkpoint_settings(root, s);
   refuse_unimplemented(root, s);
   return s;
 }

@@ -1,5 +1,6 @@
-// The top-level training keys of a run, read once and checked against each other with the
-// seed recipe's own rules (fp16 refused, optimizer-in-backward vs clipping / accumulation, ...).
+// The top-level keys of a run, read once, here, and checked against each other with the seed
+// recipe's own rules (fp16 refused, optimizer-in-backward vs clipping / accumulation, ...).
+// Component tables are read by their plugins; nothing else in the host reads a top-level key.
 #pragma once
 
 #include <ft/config.h>
@@ -7,11 +8,22 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace fthost {
+
+struct CheckpointSettings {
+  std::string dir;                      // where checkpoints go: the checkpointer's output_dir
+  std::int64_t save_every_n_steps = 0;  // 0: at the end of each epoch only
+  std::int64_t keep_last_n = 0;         // 0: keep all
+  enum class Resume { No, Newest, Path } resume = Resume::No;
+  std::string resume_path;
+  bool async = false;
+  std::chrono::milliseconds timeout{300000};  // how long rank 0 waits for the other ranks' files
+};
 
 struct TrainingSettings {
   std::string output_dir;
@@ -27,7 +39,11 @@ struct TrainingSettings {
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::int64_t log_every_n_steps = 1;
   bool log_peak_memory_stats = false;
-  int num_threads = 0;
+  int num_threads = 0;  // 0: this rank's share of the machine's cores
+  // A collective (or rank 0's wait for the other ranks' checkpoint files) not done after this
+  // long fails the run on every rank.
+  std::chrono::milliseconds distributed_timeout{300000};
+  CheckpointSettings checkpoint;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.
