@@ -199,4 +199,23 @@ void check_resumable(const RecipeStateManifest& m, const std::string& manifest_p
   }
 }
 
+TrainingProgress progress_at(const TrainingSettings& s, int world_size, int data_parallel_size, std::int64_t steps_run,
+                             std::int64_t epoch, std::int64_t micro_batches_in_epoch,
+                             std::optional<std::int64_t> lr_scheduler_last_epoch) {
+  TrainingProgress p;
+  p.seed = s.seed;
+  p.epochs_run = epoch;
+  p.total_epochs = s.epochs;
+  p.max_steps_per_epoch = s.max_steps_per_epoch;
+  p.steps_run = steps_run;
+  p.epoch = epoch;
+  p.micro_batches_in_epoch = micro_batches_in_epoch;
+  p.batch_size = s.batch_size;
+  p.gradient_accumulation_steps = s.gradient_accumulation_steps;
+  p.world_size = world_size;
+  p.data_parallel_size = data_parallel_size;
+  p.lr_scheduler_last_epoch = lr_scheduler_last_epoch;
+  return p;
+}
+
 }  // namespace fthost

@@ -2,6 +2,8 @@
 // (format: docs/checkpointing.md), and what a checkpoint must match to be resumed.
 #pragma once
 
+#include "training_settings.h"
+
 #include <ft/model.h>
 
 #include <cstdint>
@@ -30,6 +32,12 @@ struct TrainingProgress {
   int data_parallel_size = 1;
   std::optional<std::int64_t> lr_scheduler_last_epoch;  // absent: no scheduler
 };
+
+// The recipe state of a run of settings `s` after `steps_run` optimizer steps, with the first
+// `micro_batches_in_epoch` micro-batches of `epoch` consumed (what a checkpoint taken now records).
+TrainingProgress progress_at(const TrainingSettings& s, int world_size, int data_parallel_size, std::int64_t steps_run,
+                             std::int64_t epoch, std::int64_t micro_batches_in_epoch,
+                             std::optional<std::int64_t> lr_scheduler_last_epoch);
 
 struct ParameterShape {
   std::string name;
