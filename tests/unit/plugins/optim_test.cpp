@@ -31,6 +31,31 @@ TEST_F(Optimizers, SgdStep) {
   EXPECT_FALSE(p.grad().defined());
 }
 
+// torch.optim.SGD with momentum mu: b_1 = g, b_t = mu * b_{t-1} + g; p -= lr * b_t, or with
+// Nesterov p -= lr * (g + mu * b_t). The gradient stays 2 for both steps.
+TEST_F(Optimizers, SgdMomentumAndNesterovFollowTorchUpdateRule) {
+  auto p = param_with_grad(1.0, 2.0);
+  auto opt = optimizer("_component_ = \"torch.optim.SGD\"\nlr = 0.1\nmomentum = 0.9\n", p);
+  opt->step();
+  EXPECT_NEAR(p.item<double>(), 1.0 - 0.1 * 2.0, 1e-12);  // b_1 = 2
+  opt->step();
+  EXPECT_NEAR(p.item<double>(), 0.8 - 0.1 * 3.8, 1e-12);  // b_2 = 0.9 * 2 + 2
+
+  auto q = param_with_grad(1.0, 2.0);
+  auto nesterov = optimizer("_component_ = \"torch.optim.SGD\"\nlr = 0.1\nmomentum = 0.9\nnesterov = true\n", q);
+  nesterov->step();
+  EXPECT_NEAR(q.item<double>(), 1.0 - 0.1 * (2.0 + 0.9 * 2.0), 1e-12);
+  nesterov->step();
+  EXPECT_NEAR(q.item<double>(), 0.62 - 0.1 * (2.0 + 0.9 * 3.8), 1e-12);
+}
+
+TEST_F(Optimizers, SgdNesterovWithoutMomentumNamesTheKey) {
+  auto p = param_with_grad(1.0, 2.0);
+  auto msg = fttest::error_of<ft::ConfigError>(
+      [&] { optimizer("_component_ = \"torch.optim.SGD\"\nlr = 0.1\nnesterov = true\n", p); });
+  EXPECT_NE(msg.find("optimizer.nesterov: requires momentum > 0"), std::string::npos) << msg;
+}
+
 TEST_F(Optimizers, AdamWFirstStepDecouplesWeightDecay) {
   auto p = param_with_grad(1.0, 2.0);
   auto opt = optimizer("_component_ = \"torch.optim.AdamW\"\nlr = 0.1\n", p);
@@ -40,6 +65,17 @@ TEST_F(Optimizers, AdamWFirstStepDecouplesWeightDecay) {
   EXPECT_NEAR(p.item<double>(), expected, 1e-12);
   opt->set_lr(0.5);
   EXPECT_DOUBLE_EQ(opt->lr(), 0.5);
+}
+
+// torch.optim.Adam adds weight decay to the gradient (L2), unlike AdamW: g' = g + wd * p, and the
+// first bias-corrected step is lr * g' / (|g'| + eps). A large eps keeps the step proportional to
+// g', so the decay shows in it.
+TEST_F(Optimizers, AdamFirstStepAddsWeightDecayToTheGradient) {
+  auto p = param_with_grad(1.0, 2.0);
+  auto opt = optimizer("_component_ = \"torch.optim.Adam\"\nlr = 0.1\neps = 1.0\nweight_decay = 0.1\n", p);
+  opt->step();
+  const double g = 2.0 + 0.1 * 1.0;
+  EXPECT_NEAR(p.item<double>(), 1.0 - 0.1 * g / (g + 1.0), 1e-12);
 }
 
 TEST_F(Optimizers, OptimizerRejectsBadBetas) {

@@ -59,6 +59,21 @@ TEST_F(LrSchedulers, CosineWithWarmupMatchesTorchtuneSchedule) {
   EXPECT_EQ(sched_->last_epoch(), 100);
 }
 
+// num_cycles = 1: a whole cosine period, 0.5 * (1 + cos(2 pi progress)), back up to the base lr.
+TEST_F(LrSchedulers, CosineWithOneFullCycleReturnsToTheBaseLr) {
+  build(
+      "[optimizer]\n_component_ = \"torch.optim.SGD\"\nlr = 1.0\n"
+      "[lr_scheduler]\n_component_ = \"torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\"\n"
+      "num_warmup_steps = 0\nnum_cycles = 1.0\n",
+      100);
+  const auto lr = lrs(100);
+  EXPECT_DOUBLE_EQ(lr[0], 1.0);
+  EXPECT_NEAR(lr[25], 0.5, 1e-12);  // cos(pi/2) = 0
+  EXPECT_NEAR(lr[50], 0.0, 1e-12);  // cos(pi) = -1
+  EXPECT_NEAR(lr[75], 0.5, 1e-12);
+  EXPECT_NEAR(lr[100], 1.0, 1e-12);
+}
+
 TEST_F(LrSchedulers, LinearWithWarmupDecaysToZero) {
   build(R"(
 [optimizer]
@@ -75,6 +90,25 @@ num_warmup_steps = 4
   EXPECT_DOUBLE_EQ(lr[4], 2.0);   // warmup done
   EXPECT_DOUBLE_EQ(lr[12], 1.0);  // 2 * (20 - 12) / 16
   EXPECT_DOUBLE_EQ(lr[20], 0.0);
+}
+
+// transformers' get_constant_schedule_with_warmup: step / warmup during warmup, then 1.
+TEST_F(LrSchedulers, ConstantWithWarmupHoldsTheBaseLr) {
+  build(R"(
+[optimizer]
+_component_ = "torch.optim.SGD"
+lr = 2.0
+[lr_scheduler]
+_component_ = "fthost.lr_schedulers.constant_with_warmup"
+num_warmup_steps = 4
+)",
+        20);
+  const auto lr = lrs(20);
+  EXPECT_DOUBLE_EQ(lr[0], 0.0);
+  EXPECT_DOUBLE_EQ(lr[1], 0.5);  // 2 * 1/4
+  EXPECT_DOUBLE_EQ(lr[3], 1.5);  // 2 * 3/4
+  EXPECT_DOUBLE_EQ(lr[4], 2.0);
+  EXPECT_DOUBLE_EQ(lr[20], 2.0);
 }
 
 TEST_F(LrSchedulers, SchedulerResumesFromLastEpoch) {
