@@ -4,7 +4,9 @@
 #include <ft/registry.h>
 
 namespace ft_ds {
-void register_sft_datasets(ft::Registry& reg);
+void register_tokenized_jsonl(ft::Registry& reg);
+void register_sft_dataset_builders(ft::Registry& reg);
 void register_text_completion_dataset(ft::Registry& reg);
+void register_padded_collate_sft(ft::Registry& reg);
 void register_padded_collate_packed(ft::Registry& reg);
 }  // namespace ft_ds

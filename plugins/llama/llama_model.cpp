@@ -1,6 +1,7 @@
 #include "llama_model.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -15,10 +16,6 @@ std::string hf_dtype_name(c10::ScalarType t) {
     case c10::ScalarType::Half: return "float16";
     default: return "float32";
   }
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -94,7 +91,7 @@ bool LlamaFamilyModel::ignorable_hf_name(const std::string& name) const {
   // A tied model's checkpoint may still carry the (identical) lm_head copy; HF also used to
   // store the rotary inverse frequencies, which are recomputed from the config.
   if (decoder_->config.tie_word_embeddings && name == "lm_head.weight") return true;
-  return ends_with(name, ".rotary_emb.inv_freq");
+  return ft::ends_with(name, ".rotary_emb.inv_freq");
 }
 
 std::string LlamaFamilyModel::hf_config_json() const {

@@ -4,6 +4,7 @@
 #include <ft/plugin.h>
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -16,20 +17,14 @@ namespace {
 
 using ft::ValueType;
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // One parameter's state tensors by field name, as found in a checkpoint.
 using FieldTensors = std::map<std::string, at::Tensor>;
 
 // A copy of `saved` shaped and typed like `like`, for one state field.
 at::Tensor restored_like(const at::Tensor& like, const at::Tensor& saved, const std::string& name) {
   if (saved.sizes() != like.sizes())
-    throw ft::Error("optimizer state \"" + name + "\": shape " + shape_text(saved.sizes()) + " but the parameter is " +
-                    shape_text(like.sizes()));
+    throw ft::Error("optimizer state \"" + name + "\": shape " + ft::shape_text(saved.sizes()) +
+                    " but the parameter is " + ft::shape_text(like.sizes()));
   if (saved.scalar_type() != like.scalar_type())
     throw ft::Error("optimizer state \"" + name + "\": dtype " + c10::toString(saved.scalar_type()) +
                     " but the parameter is " + c10::toString(like.scalar_type()));

@@ -1,8 +1,7 @@
 // Data pipeline: the sampler reproduces torchtune's data order (golden order files computed by
 // torchtune's recipe), the pre-tokenized dataset reads the golden data, padded_collate_sft pads.
-#include "config_loader.h"
+#include "builtin_plugins.h"
 #include "distributed_sampler.h"
-#include "plugin_loader.h"
 #include "test_helpers.h"
 
 #include <ft/collate.h>
@@ -16,24 +15,14 @@
 
 namespace {
 
-class Data : public ::testing::Test {
+class Data : public fttest::BuiltinPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    loader_ = new fthost::PluginLoader;
-    loader_->load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
-  }
-  static void TearDownTestSuite() { delete loader_; }
-  static ft::ConfigNode root(const std::string& text) {
-    return ft::detail::root_node(fthost::load_config(fttest::write_temp("run.toml", text), {}));
-  }
   static std::shared_ptr<ft::Dataset> dataset(const std::string& source) {
-    return loader_->registry().instantiate<ft::Dataset>(
+    return registry().instantiate<ft::Dataset>(
         root("[dataset]\n_component_ = \"fthost.datasets.tokenized_jsonl\"\nsource = \"" + source + "\"\n")
             .table("dataset"));
   }
-  static fthost::PluginLoader* loader_;
 };
-fthost::PluginLoader* Data::loader_ = nullptr;
 
 std::string golden(const std::string& name) { return fttest::fixtures_dir() + "/golden/" + name; }
 
@@ -121,9 +110,10 @@ TEST_F(Data, BadLinesNameFileAndLine) {
 }
 
 TEST_F(Data, PaddedCollateSftPadsRight) {
-  auto collate = loader_->registry().instantiate<ft::Collate>(
+  auto collate = registry().instantiate<ft::Collate>(
       root("[collate_fn]\n_component_ = \"torchtune.data.padded_collate_sft\"\n").table("collate_fn"), {7, -100});
-  auto batch = collate->collate({{{1, 2, 3}, {-100, 2, 3}}, {{4}, {4}}});
+  // Unpacked samples: tokens and labels only, no input_pos or seq_lens.
+  auto batch = collate->collate({{{1, 2, 3}, {-100, 2, 3}, {}, {}}, {{4}, {4}, {}, {}}});
   EXPECT_TRUE(at::equal(batch.tokens, at::tensor(std::vector<std::int64_t>{1, 2, 3, 4, 7, 7}).view({2, 3})));
   EXPECT_TRUE(at::equal(batch.labels, at::tensor(std::vector<std::int64_t>{-100, 2, 3, 4, -100, -100}).view({2, 3})));
 }

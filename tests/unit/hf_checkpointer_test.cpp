@@ -1,8 +1,7 @@
 // torchtune.training.FullModelHFCheckpointer with the real Llama-family model plugin. The
 // independent check is the golden logits: torchtune's own model, with these fixture weights,
 // produced `<case>.initial.json`; loading the same files into our model must reproduce them.
-#include "config_loader.h"
-#include "plugin_loader.h"
+#include "builtin_plugins.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 
@@ -33,24 +32,16 @@ std::set<std::string> entries_of(const std::string& dir) {
   return names;
 }
 
-class HfCheckpointer : public ::testing::Test {
+class HfCheckpointer : public fttest::BuiltinPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    loader_ = new fthost::PluginLoader;
-    loader_->load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
-  }
-  static void TearDownTestSuite() { delete loader_; }
-
-  static ft::ConfigNode table(const std::string& name, const std::string& text) {
-    return ft::detail::root_node(fthost::load_config(fttest::write_temp("run.toml", text), {})).table(name);
-  }
+  static ft::ConfigNode table(const std::string& name, const std::string& text) { return root(text).table(name); }
   static std::shared_ptr<ft::Model> model_of(const std::string& dir, ft::Model::Args args = {}) {
-    return loader_->registry().instantiate<ft::Model>(
+    return registry().instantiate<ft::Model>(
         table("model", "[model]\n_component_ = \"fthost.models.from_hf_config\"\npath = \"" + dir + "\"\n"), args);
   }
   // A checkpointer table with `keys` (TOML lines) and the given run output_dir.
   static std::shared_ptr<ft::Checkpointer> checkpointer(const std::string& keys, const std::string& output_dir) {
-    return loader_->registry().instantiate<ft::Checkpointer>(
+    return registry().instantiate<ft::Checkpointer>(
         table("checkpointer", "[checkpointer]\n_component_ = \"torchtune.training.FullModelHFCheckpointer\"\n" + keys),
         {output_dir});
   }
@@ -61,10 +52,7 @@ class HfCheckpointer : public ::testing::Test {
   static std::string config_error(const std::string& keys) {
     return fttest::error_of<ft::ConfigError>([&] { checkpointer(keys, "/tmp/unused"); });
   }
-
-  static fthost::PluginLoader* loader_;
 };
-fthost::PluginLoader* HfCheckpointer::loader_ = nullptr;
 
 at::Tensor logits_of(ft::Model& model, const std::vector<std::int64_t>& tokens) {
   at::NoGradGuard no_grad;
@@ -141,7 +129,7 @@ TEST_F(HfCheckpointer, Qwen2Bf16FileIntoFp32ModelReproducesTorchtuneInitialLogit
 TEST_F(HfCheckpointer, TorchtuneBuilderWithConfigValuesLoadsTheSameWeights) {
   TempDir out;
   // The same architecture through torchtune's llama3 builder instead of config.json.
-  auto model = loader_->registry().instantiate<ft::Model>(
+  auto model = registry().instantiate<ft::Model>(
       table("model",
             "[model]\n_component_ = \"torchtune.models.llama3.llama3\"\nvocab_size = 256\nnum_layers = 2\n"
             "num_heads = 4\nnum_kv_heads = 2\nembed_dim = 64\nintermediate_dim = 128\nmax_seq_len = 256\n"

@@ -1,9 +1,7 @@
-// Shared by the logger tests: the built-in plugins loaded once, config tables from TOML text,
-// temporary directories, and the files a logger wrote.
+// Shared by the logger tests: a metric logger built from its TOML table, and the files it wrote.
 #pragma once
 
-#include "config_loader.h"
-#include "plugin_loader.h"
+#include "builtin_plugins.h"
 #include "test_helpers.h"
 
 #include <ft/metric_logger.h>
@@ -15,20 +13,6 @@
 #include <vector>
 
 namespace fttest {
-
-inline const ft::Registry& builtin_registry() {
-  static fthost::PluginLoader* loader = [] {
-    auto* l = new fthost::PluginLoader;
-    l->load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
-    return l;
-  }();
-  return loader->registry();
-}
-
-// The root of a config parsed from `toml` text.
-inline ft::ConfigNode config_root(const std::string& toml) {
-  return ft::detail::root_node(fthost::load_config(write_temp("run.toml", toml), {}));
-}
 
 inline std::shared_ptr<ft::MetricLogger> make_logger(const std::string& table_toml, ft::MetricLogger::Args args = {}) {
   return builtin_registry().instantiate<ft::MetricLogger>(

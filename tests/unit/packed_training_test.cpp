@@ -31,7 +31,7 @@ TEST(PackedTraining, PackedDocumentsHaveTheirUnpackedLoss) {
   const std::string source = "source = " + quoted(fttest::data_dir() + "/alpaca_tiny.json") + "\n";
   auto plain = fttest::make_dataset("torchtune.datasets.alpaca_dataset", source, tok);
   auto packed = fttest::make_dataset("torchtune.datasets.alpaca_dataset", source + "packed = true\n", tok);
-  auto model = fttest::plugins().registry().instantiate<ft::Model>(fttest::config_root(kTinyLlama3).table("model"));
+  auto model = fttest::builtin_registry().instantiate<ft::Model>(fttest::config_root(kTinyLlama3).table("model"));
   torch::NoGradGuard no_grad;
 
   // The first pack after pack 0 holding at least two documents: positions must restart in it.
@@ -123,7 +123,7 @@ TEST_P(AlpacaEndToEnd, TinyLlama3LossFalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Packing, AlpacaEndToEnd, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "packed" : "unpacked"; });
+                         [](const auto& param_info) { return param_info.param ? "packed" : "unpacked"; });
 
 // torchtune collates packed data with padded_collate_packed without being told; so does fthost.
 TEST(PackedTraining, WithoutCollateFnEqualsWithIt) {

@@ -1,9 +1,8 @@
-// Helpers for the tokenizer and text-dataset tests: the built-in plugins loaded once through the
-// host's PluginLoader, components instantiated from TOML text as the recipe does.
+// Helpers for the tokenizer and text-dataset tests: tokenizers, datasets and collates of the
+// built-in plugins instantiated from TOML text as the recipe does, and the fixture files they read.
 #pragma once
 
-#include "config_loader.h"
-#include "plugin_loader.h"
+#include "builtin_plugins.h"
 #include "test_helpers.h"
 
 #include <ft/collate.h>
@@ -17,19 +16,6 @@
 
 namespace fttest {
 
-inline fthost::PluginLoader& plugins() {
-  static fthost::PluginLoader* loader = [] {
-    auto* l = new fthost::PluginLoader;
-    l->load_all({{FT_BUILTIN_PLUGIN_DIR, "default"}});
-    return l;
-  }();
-  return *loader;
-}
-
-inline ft::ConfigNode config_root(const std::string& toml) {
-  return ft::detail::root_node(fthost::load_config(write_temp("run.toml", toml), {}));
-}
-
 inline std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 inline std::string tokenizers_dir() { return fixtures_dir() + "/tokenizers"; }
@@ -39,7 +25,7 @@ inline std::string assets_dir() { return fixtures_dir() + "/torchtune_assets"; }
 // `keys`: TOML lines of the [tokenizer] table after _component_.
 inline std::shared_ptr<ft::Tokenizer> make_tokenizer(const std::string& component, const std::string& keys) {
   auto root = config_root("[tokenizer]\n_component_ = \"" + component + "\"\n" + keys);
-  return plugins().registry().instantiate<ft::Tokenizer>(root.table("tokenizer"));
+  return builtin_registry().instantiate<ft::Tokenizer>(root.table("tokenizer"));
 }
 
 inline std::shared_ptr<ft::Tokenizer> llama3_json_tokenizer(const std::string& extra = "") {
@@ -50,12 +36,12 @@ inline std::shared_ptr<ft::Tokenizer> llama3_json_tokenizer(const std::string& e
 inline std::shared_ptr<ft::Dataset> make_dataset(const std::string& component, const std::string& keys,
                                                  std::shared_ptr<const ft::Tokenizer> tokenizer) {
   auto root = config_root("[dataset]\n_component_ = \"" + component + "\"\n" + keys);
-  return plugins().registry().instantiate<ft::Dataset>(root.table("dataset"), {std::move(tokenizer)});
+  return builtin_registry().instantiate<ft::Dataset>(root.table("dataset"), {std::move(tokenizer)});
 }
 
 inline std::shared_ptr<ft::Collate> make_collate(const std::string& component, std::int64_t pad_id) {
   auto root = config_root("[collate]\n_component_ = \"" + component + "\"\n");
-  return plugins().registry().instantiate<ft::Collate>(root.table("collate"), {pad_id, ft::kIgnoreIndex});
+  return builtin_registry().instantiate<ft::Collate>(root.table("collate"), {pad_id, ft::kIgnoreIndex});
 }
 
 inline std::vector<std::int64_t> concat(std::initializer_list<std::vector<std::int64_t>> parts) {

@@ -1,5 +1,6 @@
-// Registrations of torchtune's instruction and chat datasets, all SftDataset over a message transform:
-// instruct_dataset, alpaca_dataset, alpaca_cleaned_dataset, chat_dataset.
+// torchtune's named builders of instruction and chat datasets: instruct_dataset, alpaca_dataset,
+// alpaca_cleaned_dataset and chat_dataset. Each reads its config keys and builds an SftDataset
+// (sft_dataset.h) over its message transform, packed when asked.
 #include <ft/errors.h>
 
 #include "data_source.h"
@@ -59,7 +60,7 @@ void register_alpaca(ft::Registry& reg, const std::string& name, const std::stri
 
 }  // namespace
 
-void register_sft_datasets(ft::Registry& reg) {
+void register_sft_dataset_builders(ft::Registry& reg) {
   register_alpaca(reg, "torchtune.datasets.alpaca_dataset", "tatsu-lab/alpaca");
   register_alpaca(reg, "torchtune.datasets.alpaca_cleaned_dataset", "yahma/alpaca-cleaned");
   {

@@ -1,15 +1,15 @@
 // fthost.datasets.tokenized_jsonl: pre-tokenized samples, one JSON object a line:
 // {"tokens": [...], "labels": [...]} with unshifted labels (-100 = not trained on).
 // The whole file is parsed and checked up front so a bad line fails the run before training.
-#include "data_components.h"
+#include "dataset_components.h"
 
 #include <ft/dataset.h>
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -21,10 +21,11 @@ class TokenizedJsonlDataset final : public ft::Dataset {
   TokenizedJsonlDataset(const std::string& path, std::int64_t max_seq_len) {
     std::ifstream in(path);
     if (!in) {
+      const int err = errno;  // before building the message, which may change it
       std::string where = path;
       if (!path.empty() && path[0] != '/')
         where += " (relative to the working directory " + std::filesystem::current_path().string() + ")";
-      throw ft::Error(where + ": cannot open dataset file: " + std::strerror(errno));
+      throw ft::Error(where + ": cannot open dataset file: " + ft::errno_text(err));
     }
     std::string line;
     for (std::size_t line_no = 1; std::getline(in, line); ++line_no) {
@@ -57,7 +58,9 @@ class TokenizedJsonlDataset final : public ft::Dataset {
       }
       return out;
     };
-    ft::Sample s{ids("tokens"), ids("labels")};
+    ft::Sample s;
+    s.tokens = ids("tokens");
+    s.labels = ids("labels");
     if (s.tokens.size() != s.labels.size())
       throw ft::Error(where + "\"tokens\" has " + std::to_string(s.tokens.size()) + " entries but \"labels\" has " +
                       std::to_string(s.labels.size()));
@@ -75,7 +78,7 @@ class TokenizedJsonlDataset final : public ft::Dataset {
 
 }  // namespace
 
-namespace ft_data {
+namespace ft_ds {
 
 void register_tokenized_jsonl(ft::Registry& reg) {
   ft::Schema s;
@@ -89,4 +92,4 @@ void register_tokenized_jsonl(ft::Registry& reg) {
                        });
 }
 
-}  // namespace ft_data
+}  // namespace ft_ds

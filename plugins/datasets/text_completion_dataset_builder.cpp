@@ -1,4 +1,5 @@
-// Registration of torchtune.datasets.text_completion_dataset.
+// The builder of torchtune.datasets.text_completion_dataset: reads its config keys and builds a
+// TextCompletionDataset (text_completion_dataset.h), packed when asked.
 #include "data_source.h"
 #include "dataset_components.h"
 #include "dataset_options.h"

@@ -1,6 +1,6 @@
 // torchtune.data.padded_collate_sft: right-pads every sample to the longest in the micro-batch,
 // tokens with pad_id and labels with ignore_index.
-#include "data_components.h"
+#include "dataset_components.h"
 
 #include <ft/collate.h>
 
@@ -37,13 +37,13 @@ class PaddedCollateSft final : public ft::Collate {
 
 }  // namespace
 
-namespace ft_data {
+namespace ft_ds {
 
-void register_padded_collate(ft::Registry& reg) {
+void register_padded_collate_sft(ft::Registry& reg) {
   reg.add<ft::Collate>(
       "torchtune.data.padded_collate_sft", ft::Schema{},
       "right-pad to the longest sample: tokens with pad_id, labels with ignore_index",
       [](const ft::ConfigNode&, ft::Collate::Args args) { return std::make_unique<PaddedCollateSft>(args); });
 }
 
-}  // namespace ft_data
+}  // namespace ft_ds

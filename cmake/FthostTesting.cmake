@@ -1,0 +1,34 @@
+# fthost_add_test(<name> SOURCES <src>... [LINK <lib>...] [PLUGINS <target>...])
+#
+# A GoogleTest executable of the in-tree suite: links fthost_core, GoogleTest's main and the
+# warning flags (plus LINK), and gets the paths the tests reach the build through as compile
+# definitions:
+#   FT_BUILTIN_PLUGIN_DIR  the built-in plugins the host loads by default
+#   FT_TEST_PLUGIN_ROOT    the deliberately broken test plugins, one directory each
+#   FTHOST_BINARY          the fthost executable, for end-to-end runs
+#   FT_SOURCE_DIR          the source tree (configs, and ../shared/fixtures next to it)
+# It builds after fthost and the PLUGINS its tests load, and each of its tests becomes a ctest
+# test of the same name.
+include_guard(GLOBAL)
+include(GoogleTest)
+
+set(FTHOST_TEST_PLUGIN_ROOT "${CMAKE_BINARY_DIR}/test_plugins")
+
+function(fthost_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK;PLUGINS" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "fthost_add_test(${name}): SOURCES is required")
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  # Test sources in subfolders (tests/unit/plugins/) include the shared helpers by bare name.
+  target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(${name} PRIVATE fthost_core fthost_warnings GTest::gtest_main nlohmann_json::nlohmann_json
+                        ${ARG_LINK})
+  target_compile_definitions(${name} PRIVATE
+    FT_TEST_PLUGIN_ROOT="${FTHOST_TEST_PLUGIN_ROOT}"
+    FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
+    FTHOST_BINARY="$<TARGET_FILE:fthost>"
+    FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  add_dependencies(${name} fthost ${ARG_PLUGINS})
+  gtest_discover_tests(${name} WORKING_DIRECTORY "${CMAKE_BINARY_DIR}" DISCOVERY_TIMEOUT 60)
+endfunction()

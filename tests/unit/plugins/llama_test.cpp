@@ -1,0 +1,88 @@
+// ft_llama's model builders through the registry: configs the Llama architecture cannot take are
+// refused with the offending key (checked against the architecture's own constraints, e.g. query
+// heads a multiple of key/value heads), and forward's output shapes follow from the input and
+// the requested chunking.
+#include "builtin_plugins.h"
+#include "tiny_llama.h"
+
+#include <ft/model.h>
+
+#include <torch/torch.h>
+
+namespace {
+
+class LlamaModel : public fttest::BuiltinPluginsTest {
+ protected:
+  static std::string model_error(const std::string& text) {
+    auto cfg = root(text);
+    return fttest::error_of([&] { registry().instantiate<ft::Model>(cfg.table("model")); });
+  }
+};
+
+std::string with(const std::string& base, const std::string& extra) { return base + extra + "\n"; }
+
+// A batch of token ids with the default positions (0..s-1) and causal mask.
+ft::ModelInput tokens_only(torch::Tensor tokens) {
+  ft::ModelInput input;
+  input.tokens = std::move(tokens);
+  return input;
+}
+
+TEST_F(LlamaModel, ModelBuildersNameTheInconsistentKey) {
+  std::string no_layers = fttest::kTinyLlamaConfig;
+  no_layers.replace(no_layers.find("num_layers = 1"), 14, "num_layers = 0");
+  EXPECT_NE(model_error(no_layers).find("num_layers must be positive"), std::string::npos);
+  const std::string heads = R"(
+[model]
+_component_ = "torchtune.models.llama3.llama3"
+vocab_size = 64
+num_layers = 1
+num_heads = 3
+num_kv_heads = 2
+embed_dim = 32
+max_seq_len = 16
+)";
+  EXPECT_NE(model_error(heads).find("num_heads (3) must be a multiple of num_kv_heads (2)"), std::string::npos);
+  EXPECT_NE(model_error(with(fttest::kTinyLlamaConfig, "attn_dropout = 0.1")).find("model.attn_dropout"),
+            std::string::npos);
+  EXPECT_NE(model_error(with(fttest::kTinyLlamaConfig, "vocab = 3")).find("model.vocab: unknown key"),
+            std::string::npos);
+}
+
+TEST_F(LlamaModel, HfConfigBuilderNamesTheJsonField) {
+  auto config_json = [](const std::string& body) {
+    return "[model]\n_component_ = \"fthost.models.from_hf_config\"\npath = \"" +
+           fttest::write_temp("config.json", body) + "\"\n";
+  };
+  const std::string llama = R"({"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 16,
+    "rms_norm_eps": 1e-5, "rope_theta": 10000.0)";
+  EXPECT_NE(model_error(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\" is not a supported architecture"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(llama + R"(, "hidden_act": "gelu"})")).find("\"hidden_act\": only \"silu\""),
+            std::string::npos);
+  EXPECT_NE(
+      model_error(config_json(llama + R"(, "hidden_size": "wide"})")).find("\"hidden_size\": expected an integer"),
+      std::string::npos);
+  EXPECT_NE(model_error(config_json("{not json")).find("not valid JSON"), std::string::npos);
+  auto model = registry().instantiate<ft::Model>(root(config_json(llama + "}")).table("model"));
+  EXPECT_EQ(model->vocab_size(), 64);
+}
+
+TEST_F(LlamaModel, ForwardRejectsTokensTheModelCannotEmbed) {
+  auto model = registry().instantiate<ft::Model>(root(fttest::kTinyLlamaConfig).table("model"));
+  auto too_big = torch::tensor({{1, 2, 64}}, torch::kLong);
+  EXPECT_NE(fttest::error_of([&] {
+              model->forward(tokens_only(too_big));
+            }).find("token id 64 is outside the vocabulary [0, 64)"),
+            std::string::npos);
+  auto too_long = torch::zeros({1, 17}, torch::kLong);
+  EXPECT_NE(fttest::error_of([&] { model->forward(tokens_only(too_long)); }).find("exceeds max_seq_len 16"),
+            std::string::npos);
+  auto out = model->forward(tokens_only(torch::zeros({2, 5}, torch::kLong)), {2, false});
+  ASSERT_EQ(out.logits.size(), 2u);
+  EXPECT_EQ(out.logits[0].sizes(), (std::vector<int64_t>{2, 3, 64}));
+  EXPECT_EQ(out.logits[1].sizes(), (std::vector<int64_t>{2, 2, 64}));
+}
+
+}  // namespace
