@@ -2,6 +2,8 @@
 
 #include "checkpoint_directories.h"
 
+#include <ft/clock.h>
+#include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/log.h>
 
@@ -19,11 +21,10 @@ namespace fthost {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ft::Clock;
+using ft::seconds_since;
 
 constexpr const char* kRngTensorName = "torch_cpu_generator";
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string marker_name(int rank) { return "rank-" + std::to_string(rank) + ".done"; }
 
@@ -36,12 +37,6 @@ std::vector<ft::NamedTensor> cpu_copies(const std::vector<ft::NamedTensor>& tens
     out.push_back(
         {t.name, t.tensor.detach().to(at::kCPU, t.tensor.scalar_type(), /*non_blocking=*/false, /*copy=*/true)});
   return out;
-}
-
-std::uint64_t total_bytes(const std::vector<ft::NamedTensor>& tensors) {
-  std::uint64_t n = 0;
-  for (const auto& t : tensors) n += static_cast<std::uint64_t>(t.tensor.numel()) * t.tensor.element_size();
-  return n;
 }
 
 // An exception thrown inside a plugin refers to that plugin's code (its inline destructor), and
@@ -175,9 +170,13 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, std::shared_pt
   at::Tensor id = at::full({1}, world_->rank() == 0 ? static_cast<std::int64_t>(::getpid()) : 0, at::kLong);
   world_->broadcast(id, 0);
   run_id_ = id.item<std::int64_t>();
-  if (world_->rank() == 0)
-    for (const std::string& path : remove_interrupted_checkpoints(s_.dir))
+  if (world_->rank() == 0) {
+    const InterruptedCheckpoints leftovers = remove_interrupted_checkpoints(s_.dir);
+    for (const std::string& path : leftovers.removed)
       ft::log::warn("checkpoint: removed {}, left by an interrupted save", path);
+    for (const std::string& move : leftovers.restored)
+      ft::log::warn("checkpoint: restored {}, a checkpoint an interrupted save had moved aside to replace it", move);
+  }
   world_->barrier();
 }
 
@@ -261,7 +260,7 @@ void CheckpointManager::write(const Snapshot& snap) {
   if (snap.rank == 0) {
     commit(snap);
   } else if (snap.sharded) {
-    write_text_durably((fs::path(snap.staging) / marker_name(snap.rank)).string(), "");
+    ft::write_text_file_atomically((fs::path(snap.staging) / marker_name(snap.rank)).string(), "");
   }
 }
 
@@ -302,11 +301,11 @@ void CheckpointManager::commit(const Snapshot& snap) {
     m.file_sizes[fs::relative(e.path(), staging).string()] = e.file_size();
     bytes += e.file_size();
   }
-  write_text_durably(manifest_path_in(snap.staging), manifest_json(m));
-  fsync_path((staging / kRecipeStateDir).string());
-  fsync_path(staging.string());
+  ft::write_text_file_atomically(manifest_path_in(snap.staging), manifest_json(m));
+  ft::fsync_path((staging / kRecipeStateDir).string());
+  ft::fsync_path(staging.string());
   const std::string final_dir = (fs::path(s_.dir) / snap.tag).string();
-  install_checkpoint(snap.staging, final_dir);
+  ft::install_directory(snap.staging, final_dir);
   ft::log::info("checkpoint: saved {} ({:.1f} MB, step {}) in {:.2f} s{}", final_dir, static_cast<double>(bytes) / 1e6,
                 snap.progress.steps_run, seconds_since(snap.started), s_.async ? " (in the background)" : "");
 
@@ -315,7 +314,7 @@ void CheckpointManager::commit(const Snapshot& snap) {
     all.erase(std::remove_if(all.begin(), all.end(), [&](const CheckpointEntry& e) { return e.tag == snap.tag; }),
               all.end());
     while (static_cast<std::int64_t>(all.size()) + 1 > s_.keep_last_n) {
-      delete_checkpoint(all.front().dir);
+      ft::delete_directory(all.front().dir);
       ft::log::info("checkpoint: deleted {} (keep_last_n = {})", all.front().dir, s_.keep_last_n);
       all.erase(all.begin());
     }

@@ -64,7 +64,7 @@ class CheckpointManager {
     ft::Optimizer* optimizer = nullptr;
     ft::LRScheduler* scheduler = nullptr;
   };
-  // Collective (agrees on the staging directories' id). Rank 0 removes what interrupted
+  // Collective (agrees on the staging directories' id). Rank 0 cleans up what interrupted
   // saves left in the checkpoint directory.
   CheckpointManager(CheckpointSettings settings, std::shared_ptr<ft::Collectives> world, Parts parts,
                     std::vector<ParameterShape> model_parameters);
