@@ -51,10 +51,48 @@ void with_host_errors(Fn&& fn) {
   }
 }
 
+// The registry declared the role (checkpointer_role_problem checked it); a plugin whose object
+// then has none contradicts its own registration.
+ft::TrainingCheckpointStorage& storage_of(ft::Checkpointer& checkpointer) {
+  ft::TrainingCheckpointStorage* storage = checkpointer.training_checkpoint_storage();
+  if (!storage)
+    throw ft::Error("checkpointer._component_: the checkpointer's registration declares the \"" +
+                    std::string(ft::TrainingCheckpointStorage::capability) +
+                    "\" capability, but its training_checkpoint_storage() returned none (a bug in its plugin); "
+                    "every run saves training checkpoints");
+  return *storage;
+}
+
 }  // namespace
 
+std::optional<std::string> checkpointer_role_problem(const ft::Registry& registry, const ft::ConfigNode& root) {
+  if (!root.is_table("checkpointer")) return std::nullopt;
+  const ft::ConfigNode table = root.table("checkpointer");
+  std::string name;
+  try {
+    name = table.component();
+  } catch (const ft::ConfigError&) {
+    return std::nullopt;  // not a string: Registry::resolve reports it
+  }
+  const ft::ComponentInfo* info = registry.find(name);
+  if (!info || info->kind != ft::Kind::Checkpointer || info->provides(ft::TrainingCheckpointStorage::capability))
+    return std::nullopt;
+  try {
+    table.fail("_component_",
+               "'" + info->name + "' (" + info->library +
+                   ") cannot store training checkpoints: every run saves a resumable checkpoint at the end of each "
+                   "epoch, so the checkpointer must provide ft::TrainingCheckpointStorage and register the \"" +
+                   ft::TrainingCheckpointStorage::capability +
+                   "\" capability (docs/plugins.md); use torchtune.training.FullModelHFCheckpointer or such a "
+                   "checkpointer");
+  } catch (const ft::ConfigError& e) {
+    return std::string(e.what());
+  }
+}
+
 void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point) {
-  with_host_errors([&] { checkpointer.load_model_from(model, point.dir); });
+  ft::TrainingCheckpointStorage& storage = storage_of(checkpointer);
+  with_host_errors([&] { storage.load_model_from(model, point.dir); });
 }
 
 CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const std::string& output_dir) {
@@ -164,7 +202,11 @@ struct CheckpointManager::Snapshot {
 
 CheckpointManager::CheckpointManager(CheckpointSettings settings, std::shared_ptr<ft::Collectives> world, Parts parts,
                                      std::vector<ParameterShape> model_parameters)
-    : s_(std::move(settings)), world_(std::move(world)), parts_(parts), model_parameters_(std::move(model_parameters)) {
+    : s_(std::move(settings)),
+      world_(std::move(world)),
+      parts_(parts),
+      storage_(&storage_of(*parts.checkpointer)),
+      model_parameters_(std::move(model_parameters)) {
   // Every rank names the staging directory after rank 0's pid: unique per run, and a later
   // run's cleanup can tell the directories of an interrupted save by their pattern.
   at::Tensor id = at::full({1}, world_->rank() == 0 ? static_cast<std::int64_t>(::getpid()) : 0, at::kLong);
@@ -254,9 +296,8 @@ void CheckpointManager::wait() {
 
 void CheckpointManager::write(const Snapshot& snap) {
   if (snap.sharded || snap.rank == 0)
-    parts_.checkpointer->write_tensors(
-        (fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(), snap.optimizer,
-        {{"format", "pt"}});
+    storage_->write_tensors((fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(),
+                            snap.optimizer, {{"format", "pt"}});
   if (snap.rank == 0) {
     commit(snap);
   } else if (snap.sharded) {
@@ -266,9 +307,8 @@ void CheckpointManager::write(const Snapshot& snap) {
 
 void CheckpointManager::commit(const Snapshot& snap) {
   const fs::path staging(snap.staging);
-  parts_.checkpointer->write_model_files(snap.model, *parts_.model, snap.staging);
-  parts_.checkpointer->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}},
-                                     {});
+  storage_->write_model_files(snap.model, *parts_.model, snap.staging);
+  storage_->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}}, {});
 
   // All ranks agree the checkpoint is complete: each one's optimizer file is durable before
   // its marker appears.
@@ -339,7 +379,7 @@ void CheckpointManager::restore_state(const ResumePoint& point) {
     throw ft::Error(point.manifest_path + ": key \"optimizer.files\" has no file for rank " + std::to_string(rank));
   const std::string optimizer_file = (fs::path(point.dir) / m.optimizer_files[index]).string();
   try {
-    parts_.optimizer->load_state(parts_.checkpointer->read_tensors(optimizer_file));
+    parts_.optimizer->load_state(storage_->read_tensors(optimizer_file));
   } catch (const ft::Error& e) {
     const std::string what = e.what();
     if (what.rfind(optimizer_file, 0) == 0) throw;
@@ -348,7 +388,7 @@ void CheckpointManager::restore_state(const ResumePoint& point) {
 
   const std::string rng_file = (fs::path(point.dir) / m.rng_file).string();
   at::Tensor rng;
-  for (const ft::NamedTensor& t : parts_.checkpointer->read_tensors(rng_file))
+  for (const ft::NamedTensor& t : storage_->read_tensors(rng_file))
     if (t.name == kRngTensorName) rng = t.tensor.clone();
   if (!rng.defined()) throw ft::Error(rng_file + ": no tensor \"" + std::string(kRngTensorName) + "\"");
   at::Generator generator = at::detail::getDefaultCPUGenerator();

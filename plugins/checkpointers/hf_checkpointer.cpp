@@ -9,6 +9,9 @@
 // tokenizer/generation files. It is built in a hidden `.<tag>.partial-<pid>` directory and
 // installed only when complete and synced (ft/durable_files.h), so `<tag>` is always a whole
 // checkpoint.
+//
+// It also stores the host's training checkpoints (ft::TrainingCheckpointStorage): the same
+// model directory, written into the host's staging directory, and safetensors tensor files.
 #include "checkpointers_components.h"
 #include "safetensors.h"
 
@@ -89,7 +92,7 @@ struct Settings {
   std::uint64_t max_shard_size = 0;
 };
 
-class FullModelHFCheckpointer final : public ft::Checkpointer {
+class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::TrainingCheckpointStorage {
  public:
   explicit FullModelHFCheckpointer(Settings settings) : s_(std::move(settings)) {}
 
@@ -107,6 +110,10 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     }
   }
 
+  ft::TrainingCheckpointStorage* training_checkpoint_storage() override { return this; }
+
+ private:
+  // ft::TrainingCheckpointStorage
   void load_model_from(ft::Model& model, const std::string& dir) override { load(model, dir, {}); }
 
   void write_model_files(const std::vector<ft::NamedTensor>& tensors, const ft::Model& model,
@@ -131,7 +138,6 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     return out;
   }
 
- private:
   void load(ft::Model& model, const std::string& dir, const std::vector<std::string>& listed) {
     const auto start = ft::Clock::now();
     const std::vector<SafetensorsFile> files = open_checkpoint(dir, listed);
@@ -334,7 +340,7 @@ void register_hf_checkpointer(ft::Registry& reg) {
       .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
   reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),
                             "full model weights as Hugging Face safetensors (sharded, with config.json)",
-                            make_checkpointer);
+                            make_checkpointer, {ft::TrainingCheckpointStorage::capability});
 }
 
 }  // namespace ft_checkpointers
