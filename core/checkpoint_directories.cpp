@@ -2,17 +2,13 @@
 
 #include "training_state.h"
 
+#include <ft/durable_files.h>
 #include <ft/errors.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <regex>
-
-#include <fcntl.h>
-#include <unistd.h>
+#include <tuple>
 
 namespace fthost {
 
@@ -20,16 +16,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 bool is_checkpoint_tag(const std::string& name) {
   static const std::regex pattern("(epoch|step)_[0-9]+");
   return std::regex_match(name, pattern);
 }
 
-bool is_leftover_name(const std::string& name) {
-  static const std::regex pattern("\\.(epoch|step)_[0-9]+\\.(partial|deleting|old)-[0-9]+");
-  return std::regex_match(name, pattern);
+// `.<tag>.<role>-<id>`: sets `tag` and `role` when `name` is a leftover of the protocol.
+bool parse_leftover_name(const std::string& name, std::string& tag, std::string& role) {
+  static const std::regex pattern("\\.((?:epoch|step)_[0-9]+)\\.(partial|deleting|old)-[0-9]+");
+  std::smatch match;
+  if (!std::regex_match(name, match, pattern)) return false;
+  tag = match[1];
+  role = match[2];
+  return true;
+}
+
+void remove_or_throw(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec)
+    throw ft::Error(path.string() + ": cannot remove this leftover of an interrupted checkpoint save: " + ec.message());
 }
 
 }  // namespace
@@ -52,88 +58,41 @@ std::vector<CheckpointEntry> complete_checkpoints(const std::string& output_dir)
   return out;
 }
 
-std::vector<std::string> remove_interrupted_checkpoints(const std::string& output_dir) {
-  std::vector<std::string> removed;
+InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_dir) {
+  InterruptedCheckpoints result;
   std::error_code ec;
-  if (!fs::is_directory(output_dir, ec)) return removed;
+  if (!fs::is_directory(output_dir, ec)) return result;
+  struct Leftover {
+    fs::path path;
+    std::string tag, role;
+  };
+  std::vector<Leftover> leftovers;
   for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
-    if (!is_leftover_name(entry.path().filename().string())) continue;
-    fs::remove_all(entry.path());
-    removed.push_back(entry.path().string());
+    Leftover l{entry.path(), {}, {}};
+    if (parse_leftover_name(entry.path().filename().string(), l.tag, l.role)) leftovers.push_back(std::move(l));
   }
-  if (!removed.empty()) fsync_path(output_dir);
-  return removed;
+  // Sorted by name, so which of several moved-aside copies is restored does not depend on the
+  // directory's order.
+  std::sort(leftovers.begin(), leftovers.end(), [](const Leftover& a, const Leftover& b) { return a.path < b.path; });
+  for (const Leftover& l : leftovers) {
+    const fs::path tag_dir = fs::path(output_dir) / l.tag;
+    if (l.role == "old" && !fs::exists(fs::symlink_status(tag_dir, ec))) {
+      fs::rename(l.path, tag_dir, ec);
+      if (ec)
+        throw ft::Error("cannot restore the checkpoint " + l.path.string() +
+                        " (moved aside by an interrupted save) to " + tag_dir.string() + ": " + ec.message());
+      result.restored.push_back(l.path.string() + " -> " + tag_dir.string());
+      continue;
+    }
+    remove_or_throw(l.path);
+    result.removed.push_back(l.path.string());
+  }
+  if (!leftovers.empty()) ft::fsync_path(output_dir);
+  return result;
 }
 
 std::string staging_dir_for(const std::string& output_dir, const std::string& tag, std::int64_t run_id) {
   return (fs::path(output_dir) / ("." + tag + ".partial-" + std::to_string(run_id))).string();
-}
-
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    throw ft::Error(path + ": cannot open to sync it: " + errno_text(err));
-  }
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) throw ft::Error(path + ": fsync failed: " + errno_text(err));
-}
-
-void write_text_durably(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    const int err = errno;
-    throw ft::Error(tmp + ": cannot create: " + errno_text(err));
-  }
-  const bool written =
-      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  if (std::fclose(f) != 0 || !written) {
-    ::unlink(tmp.c_str());
-    throw ft::Error(tmp + ": write failed: " + errno_text(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    ::unlink(tmp.c_str());
-    throw ft::Error("cannot rename " + tmp + " to " + path + ": " + errno_text(rename_err));
-  }
-  fsync_path(fs::path(path).parent_path().string());
-}
-
-void install_checkpoint(const std::string& staging, const std::string& final_dir) {
-  const std::string parent = fs::path(final_dir).parent_path().string();
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(final_dir, ec))) {
-    fs::rename(staging, final_dir);
-    fsync_path(parent);
-    return;
-  }
-  // Same tag again (a run resumed from an older checkpoint): swap in one step, so `<tag>` is
-  // always a complete checkpoint; the old one ends up under the staging name and is deleted.
-  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
-    fsync_path(parent);
-    fs::remove_all(staging);
-    return;
-  }
-  const int err = errno;
-  if (err != EINVAL && err != ENOSYS && err != ENOTSUP)
-    throw ft::Error("cannot replace " + final_dir + " with " + staging + ": " + errno_text(err));
-  delete_checkpoint(final_dir);
-  fs::rename(staging, final_dir);
-  fsync_path(parent);
-}
-
-void delete_checkpoint(const std::string& dir) {
-  const fs::path path(dir);
-  const fs::path hidden =
-      path.parent_path() / ("." + path.filename().string() + ".deleting-" + std::to_string(::getpid()));
-  fs::remove_all(hidden);
-  fs::rename(path, hidden);
-  fsync_path(path.parent_path().string());
-  fs::remove_all(hidden);
 }
 
 }  // namespace fthost

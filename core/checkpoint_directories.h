@@ -1,8 +1,9 @@
 // The directory protocol of training checkpoints in an output directory. A complete checkpoint
 // is a visible `epoch_N/` or `step_N/` holding `recipe_state/manifest.json`; it appears in one
-// rename of a fully written and synced hidden `.<tag>.partial-<id>/`, and disappears by first
-// being renamed to a hidden `.<tag>.deleting-<id>/`. Hidden directories are never resumed from;
-// whatever a crash leaves of them is removed at the next start.
+// rename (or exchange) of a fully written and synced hidden `.<tag>.partial-<id>/`, and
+// disappears by first being renamed to a hidden `.<tag>.deleting-<id>/` (ft/durable_files.h
+// does both). Hidden directories are never resumed from; whatever a crash leaves of them is
+// cleaned up at the next start.
 #pragma once
 
 #include <cstdint>
@@ -22,21 +23,17 @@ struct CheckpointEntry {
 // read is an error naming it.
 std::vector<CheckpointEntry> complete_checkpoints(const std::string& output_dir);
 
-// Removes what interrupted saves and deletions left (`.<tag>.partial-*`, `.<tag>.deleting-*`,
-// `.<tag>.old-*`); returns the paths removed.
-std::vector<std::string> remove_interrupted_checkpoints(const std::string& output_dir);
+struct InterruptedCheckpoints {
+  std::vector<std::string> removed;   // hidden leftovers deleted
+  std::vector<std::string> restored;  // "<hidden> -> <tag dir>": replaced checkpoints put back
+};
+
+// Cleans up what interrupted saves and deletions left. `.<tag>.partial-*` and
+// `.<tag>.deleting-*` are removed. `.<tag>.old-*` is a complete checkpoint moved aside to be
+// replaced: when `<tag>` is missing (the crash came before its replacement was renamed in) the
+// first of them is renamed back to `<tag>`, otherwise they are removed.
+InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_dir);
 
 std::string staging_dir_for(const std::string& output_dir, const std::string& tag, std::int64_t run_id);
-
-// fsync of a file or a directory; throws ft::Error naming it.
-void fsync_path(const std::string& path);
-// `path` replaced atomically by `text` (temporary file, fsync, rename, directory fsync).
-void write_text_durably(const std::string& path, const std::string& text);
-
-// Makes the synced `staging` directory the checkpoint `final_dir`, replacing one of the same tag
-// in a single exchange where the file system allows it.
-void install_checkpoint(const std::string& staging, const std::string& final_dir);
-// Hides, then deletes, a complete checkpoint.
-void delete_checkpoint(const std::string& dir);
 
 }  // namespace fthost

@@ -2,6 +2,8 @@
 
 #include "checkpoint_directories.h"
 
+#include <ft/clock.h>
+#include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/log.h>
 
@@ -19,11 +21,10 @@ namespace fthost {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ft::Clock;
+using ft::seconds_since;
 
 constexpr const char* kRngTensorName = "torch_cpu_generator";
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string marker_name(int rank) { return "rank-" + std::to_string(rank) + ".done"; }
 
@@ -38,12 +39,6 @@ std::vector<ft::NamedTensor> cpu_copies(const std::vector<ft::NamedTensor>& tens
   return out;
 }
 
-std::uint64_t total_bytes(const std::vector<ft::NamedTensor>& tensors) {
-  std::uint64_t n = 0;
-  for (const auto& t : tensors) n += static_cast<std::uint64_t>(t.tensor.numel()) * t.tensor.element_size();
-  return n;
-}
-
 // An exception thrown inside a plugin refers to that plugin's code (its inline destructor), and
 // the plugin may be unloaded before main() is done with it: errors out of the checkpointer and
 // optimizer are rethrown as the host's own.
@@ -56,10 +51,48 @@ void with_host_errors(Fn&& fn) {
   }
 }
 
+// The registry declared the role (checkpointer_role_problem checked it); a plugin whose object
+// then has none contradicts its own registration.
+ft::TrainingCheckpointStorage& storage_of(ft::Checkpointer& checkpointer) {
+  ft::TrainingCheckpointStorage* storage = checkpointer.training_checkpoint_storage();
+  if (!storage)
+    throw ft::Error("checkpointer._component_: the checkpointer's registration declares the \"" +
+                    std::string(ft::TrainingCheckpointStorage::capability) +
+                    "\" capability, but its training_checkpoint_storage() returned none (a bug in its plugin); "
+                    "every run saves training checkpoints");
+  return *storage;
+}
+
 }  // namespace
 
+std::optional<std::string> checkpointer_role_problem(const ft::Registry& registry, const ft::ConfigNode& root) {
+  if (!root.is_table("checkpointer")) return std::nullopt;
+  const ft::ConfigNode table = root.table("checkpointer");
+  std::string name;
+  try {
+    name = table.component();
+  } catch (const ft::ConfigError&) {
+    return std::nullopt;  // not a string: Registry::resolve reports it
+  }
+  const ft::ComponentInfo* info = registry.find(name);
+  if (!info || info->kind != ft::Kind::Checkpointer || info->provides(ft::TrainingCheckpointStorage::capability))
+    return std::nullopt;
+  try {
+    table.fail("_component_",
+               "'" + info->name + "' (" + info->library +
+                   ") cannot store training checkpoints: every run saves a resumable checkpoint at the end of each "
+                   "epoch, so the checkpointer must provide ft::TrainingCheckpointStorage and register the \"" +
+                   ft::TrainingCheckpointStorage::capability +
+                   "\" capability (docs/plugins.md); use torchtune.training.FullModelHFCheckpointer or such a "
+                   "checkpointer");
+  } catch (const ft::ConfigError& e) {
+    return std::string(e.what());
+  }
+}
+
 void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point) {
-  with_host_errors([&] { checkpointer.load_model_from(model, point.dir); });
+  ft::TrainingCheckpointStorage& storage = storage_of(checkpointer);
+  with_host_errors([&] { storage.load_model_from(model, point.dir); });
 }
 
 std::optional<ResumePoint> find_resume_point(const CheckpointSettings& s) {
@@ -127,15 +160,23 @@ struct CheckpointManager::Snapshot {
 
 CheckpointManager::CheckpointManager(CheckpointSettings settings, std::shared_ptr<ft::Collectives> world, Parts parts,
                                      std::vector<ParameterShape> model_parameters)
-    : s_(std::move(settings)), world_(std::move(world)), parts_(parts), model_parameters_(std::move(model_parameters)) {
+    : s_(std::move(settings)),
+      world_(std::move(world)),
+      parts_(parts),
+      storage_(&storage_of(*parts.checkpointer)),
+      model_parameters_(std::move(model_parameters)) {
   // Every rank names the staging directory after rank 0's pid: unique per run, and a later
   // run's cleanup can tell the directories of an interrupted save by their pattern.
   at::Tensor id = at::full({1}, world_->rank() == 0 ? static_cast<std::int64_t>(::getpid()) : 0, at::kLong);
   world_->broadcast(id, 0);
   run_id_ = id.item<std::int64_t>();
-  if (world_->rank() == 0)
-    for (const std::string& path : remove_interrupted_checkpoints(s_.dir))
+  if (world_->rank() == 0) {
+    const InterruptedCheckpoints leftovers = remove_interrupted_checkpoints(s_.dir);
+    for (const std::string& path : leftovers.removed)
       ft::log::warn("checkpoint: removed {}, left by an interrupted save", path);
+    for (const std::string& move : leftovers.restored)
+      ft::log::warn("checkpoint: restored {}, a checkpoint an interrupted save had moved aside to replace it", move);
+  }
   world_->barrier();
 }
 
@@ -213,21 +254,19 @@ void CheckpointManager::wait() {
 
 void CheckpointManager::write(const Snapshot& snap) {
   if (snap.sharded || snap.rank == 0)
-    parts_.checkpointer->write_tensors(
-        (fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(), snap.optimizer,
-        {{"format", "pt"}});
+    storage_->write_tensors((fs::path(snap.staging) / optimizer_file_name(snap.rank, snap.world_size)).string(),
+                            snap.optimizer, {{"format", "pt"}});
   if (snap.rank == 0) {
     commit(snap);
   } else if (snap.sharded) {
-    write_text_durably((fs::path(snap.staging) / marker_name(snap.rank)).string(), "");
+    ft::write_text_file_atomically((fs::path(snap.staging) / marker_name(snap.rank)).string(), "");
   }
 }
 
 void CheckpointManager::commit(const Snapshot& snap) {
   const fs::path staging(snap.staging);
-  parts_.checkpointer->write_model_files(snap.model, *parts_.model, snap.staging);
-  parts_.checkpointer->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}},
-                                     {});
+  storage_->write_model_files(snap.model, *parts_.model, snap.staging);
+  storage_->write_tensors((staging / kRecipeStateDir / kRngFileName).string(), {{kRngTensorName, snap.rng}}, {});
 
   // All ranks agree the checkpoint is complete: each one's optimizer file is durable before
   // its marker appears.
@@ -260,11 +299,11 @@ void CheckpointManager::commit(const Snapshot& snap) {
     m.file_sizes[fs::relative(e.path(), staging).string()] = e.file_size();
     bytes += e.file_size();
   }
-  write_text_durably(manifest_path_in(snap.staging), manifest_json(m));
-  fsync_path((staging / kRecipeStateDir).string());
-  fsync_path(staging.string());
+  ft::write_text_file_atomically(manifest_path_in(snap.staging), manifest_json(m));
+  ft::fsync_path((staging / kRecipeStateDir).string());
+  ft::fsync_path(staging.string());
   const std::string final_dir = (fs::path(s_.dir) / snap.tag).string();
-  install_checkpoint(snap.staging, final_dir);
+  ft::install_directory(snap.staging, final_dir);
   ft::log::info("checkpoint: saved {} ({:.1f} MB, step {}) in {:.2f} s{}", final_dir, static_cast<double>(bytes) / 1e6,
                 snap.progress.steps_run, seconds_since(snap.started), s_.async ? " (in the background)" : "");
 
@@ -273,7 +312,7 @@ void CheckpointManager::commit(const Snapshot& snap) {
     all.erase(std::remove_if(all.begin(), all.end(), [&](const CheckpointEntry& e) { return e.tag == snap.tag; }),
               all.end());
     while (static_cast<std::int64_t>(all.size()) + 1 > s_.keep_last_n) {
-      delete_checkpoint(all.front().dir);
+      ft::delete_directory(all.front().dir);
       ft::log::info("checkpoint: deleted {} (keep_last_n = {})", all.front().dir, s_.keep_last_n);
       all.erase(all.begin());
     }
@@ -298,7 +337,7 @@ void CheckpointManager::restore_state(const ResumePoint& point) {
     throw ft::Error(point.manifest_path + ": key \"optimizer.files\" has no file for rank " + std::to_string(rank));
   const std::string optimizer_file = (fs::path(point.dir) / m.optimizer_files[index]).string();
   try {
-    parts_.optimizer->load_state(parts_.checkpointer->read_tensors(optimizer_file));
+    parts_.optimizer->load_state(storage_->read_tensors(optimizer_file));
   } catch (const ft::Error& e) {
     const std::string what = e.what();
     if (what.rfind(optimizer_file, 0) == 0) throw;
@@ -307,7 +346,7 @@ void CheckpointManager::restore_state(const ResumePoint& point) {
 
   const std::string rng_file = (fs::path(point.dir) / m.rng_file).string();
   at::Tensor rng;
-  for (const ft::NamedTensor& t : parts_.checkpointer->read_tensors(rng_file))
+  for (const ft::NamedTensor& t : storage_->read_tensors(rng_file))
     if (t.name == kRngTensorName) rng = t.tensor.clone();
   if (!rng.defined()) throw ft::Error(rng_file + ": no tensor \"" + std::string(kRngTensorName) + "\"");
   at::Generator generator = at::detail::getDefaultCPUGenerator();

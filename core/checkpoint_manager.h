@@ -14,6 +14,7 @@
 #include <ft/model.h>
 #include <ft/optimizer.h>
 #include <ft/parallelism.h>
+#include <ft/registry.h>
 
 #include <chrono>
 #include <exception>
@@ -21,8 +22,15 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace fthost {
+
+// Every run saves a resumable checkpoint at the end of each epoch, so its checkpointer must
+// provide ft::TrainingCheckpointStorage. Checked from the registry entry's capabilities, without
+// constructing the component: the problem (naming `checkpointer._component_`), or nullopt when
+// the checkpointer provides the role or is unknown or missing (reported by the other checks).
+std::optional<std::string> checkpointer_role_problem(const ft::Registry& registry, const ft::ConfigNode& root);
 
 struct ResumePoint {
   std::string dir;
@@ -40,6 +48,7 @@ std::optional<ResumePoint> find_resume_point(const CheckpointSettings& settings)
 void adopt_checkpoint_settings(TrainingSettings& s, const ResumePoint& point);
 
 // The checkpoint's weights into `model`, with the checkpointer's checks; errors name the file.
+// Throws ft::Error when the checkpointer has no training-checkpoint storage.
 void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point);
 
 class CheckpointManager {
@@ -51,8 +60,9 @@ class CheckpointManager {
     ft::Optimizer* optimizer = nullptr;
     ft::LRScheduler* scheduler = nullptr;
   };
-  // Collective (agrees on the staging directories' id). Rank 0 removes what interrupted
-  // saves left in the checkpoint directory.
+  // Collective (agrees on the staging directories' id). Rank 0 cleans up what interrupted
+  // saves left in the checkpoint directory. Throws ft::Error when parts.checkpointer has no
+  // training-checkpoint storage.
   CheckpointManager(CheckpointSettings settings, std::shared_ptr<ft::Collectives> world, Parts parts,
                     std::vector<ParameterShape> model_parameters);
   // Waits for a background save; its failure is logged (wait() is where it is thrown).
@@ -84,6 +94,7 @@ class CheckpointManager {
   CheckpointSettings s_;
   std::shared_ptr<ft::Collectives> world_;
   Parts parts_;
+  ft::TrainingCheckpointStorage* storage_ = nullptr;  // parts_.checkpointer's
   std::vector<ParameterShape> model_parameters_;
   std::int64_t run_id_ = 0;
   std::thread background_;

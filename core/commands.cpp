@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "checkpoint_manager.h"
 #include "config_loader.h"
 #include "distributed_environment.h"
 #include "full_finetune_recipe.h"
@@ -107,6 +108,7 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
       }
     }
   }
+  if (auto problem = checkpointer_role_problem(registry, root)) problems.push_back(*problem);
   if (!problems.empty()) {
     std::string msg = std::to_string(problems.size()) + " problem(s) in the configuration:";
     for (const auto& p : problems) {

@@ -1,6 +1,7 @@
 #include "training_state.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,12 +18,6 @@ using nlohmann::ordered_json;
 
 constexpr const char* kFormat = "fthost.recipe_state";
 constexpr int kFormatVersion = 1;
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 // Typed access to the manifest's keys; every failure names the file and the key.
 class ManifestReader {
@@ -93,7 +88,7 @@ std::string manifest_json(const RecipeStateManifest& m) {
   j["optimizer"] = {{"sharded", m.optimizer_sharded}, {"files", m.optimizer_files}};
   j["rng"] = {{"file", m.rng_file}};
   ordered_json params = ordered_json::array();
-  for (const auto& p : m.model_parameters) params.push_back({{"name", p.name}, {"shape", p.shape}});
+  for (const auto& param : m.model_parameters) params.push_back({{"name", param.name}, {"shape", param.shape}});
   j["model"] = {{"dtype", m.model_dtype}, {"parameters", params}};
   ordered_json files = ordered_json::object();
   for (const auto& [name, size] : m.file_sizes) files[name] = size;
@@ -172,8 +167,8 @@ void check_resumable(const RecipeStateManifest& m, const std::string& manifest_p
     if (it == ours.end())
       throw ft::Error(another + "it has parameter \"" + saved.name + "\", this model has none of that name");
     if (it->second->shape != saved.shape)
-      throw ft::Error(another + "parameter \"" + saved.name + "\" is " + shape_text(saved.shape) + " there, " +
-                      shape_text(it->second->shape) + " in this model");
+      throw ft::Error(another + "parameter \"" + saved.name + "\" is " + ft::shape_text(saved.shape) + " there, " +
+                      ft::shape_text(it->second->shape) + " in this model");
     ours.erase(it);
   }
   if (!ours.empty())

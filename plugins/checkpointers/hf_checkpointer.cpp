@@ -7,31 +7,33 @@
 // Saving writes `<output_dir>/<tag>/` as a model directory Hugging Face's from_pretrained reads:
 // the weights (sharded like HF above max_shard_size), config.json and the source directory's
 // tokenizer/generation files. It is built in a hidden `.<tag>.partial-<pid>` directory and
-// swapped in only when complete and synced, so `<tag>` is always a whole checkpoint.
+// installed only when complete and synced (ft/durable_files.h), so `<tag>` is always a whole
+// checkpoint.
+//
+// It also stores the host's training checkpoints (ft::TrainingCheckpointStorage): the same
+// model directory, written into the host's staging directory, and safetensors tensor files.
 #include "checkpointers_components.h"
-#include "durable_files.h"
 #include "safetensors.h"
 
 #include <ft/checkpointer.h>
+#include <ft/clock.h>
 #include <ft/config.h>
+#include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/registry.h>
+#include <ft/text.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace ft_checkpointers {
@@ -53,12 +55,6 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 std::string megabytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
@@ -76,19 +72,15 @@ std::string hf_torch_dtype(c10::ScalarType type) {
   }
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Files of a model directory that are not weights or weight indexes: tokenizer, generation
 // config, chat template, README... They travel with the saved weights so the output directory
 // is a usable model on its own. config.json is written separately (with the saved dtype).
 bool is_companion_file(const fs::directory_entry& entry) {
   if (!entry.is_regular_file()) return false;  // directories (and partial saves) never travel
   const std::string name = entry.path().filename().string();
-  if (name == "config.json" || ends_with(name, ".index.json")) return false;
+  if (name == "config.json" || ft::ends_with(name, ".index.json")) return false;
   for (const char* weights : {".safetensors", ".bin", ".pt", ".pth"})
-    if (ends_with(name, weights)) return false;
+    if (ft::ends_with(name, weights)) return false;
   return true;
 }
 
@@ -100,7 +92,7 @@ struct Settings {
   std::uint64_t max_shard_size = 0;
 };
 
-class FullModelHFCheckpointer final : public ft::Checkpointer {
+class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::TrainingCheckpointStorage {
  public:
   explicit FullModelHFCheckpointer(Settings settings) : s_(std::move(settings)) {}
 
@@ -110,8 +102,6 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     return true;
   }
 
-  void load_model_from(ft::Model& model, const std::string& dir) override { load(model, dir, {}); }
-
   std::string save_model(ft::Model& model, const std::string& tag) override {
     try {
       return save(model, tag);
@@ -119,6 +109,12 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
       throw ft::Error("saving checkpoint \"" + tag + "\": " + e.what());
     }
   }
+
+  ft::TrainingCheckpointStorage* training_checkpoint_storage() override { return this; }
+
+ private:
+  // ft::TrainingCheckpointStorage
+  void load_model_from(ft::Model& model, const std::string& dir) override { load(model, dir, {}); }
 
   void write_model_files(const std::vector<ft::NamedTensor>& tensors, const ft::Model& model,
                          const std::string& dir) override {
@@ -142,9 +138,8 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     return out;
   }
 
- private:
   void load(ft::Model& model, const std::string& dir, const std::vector<std::string>& listed) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = ft::Clock::now();
     const std::vector<SafetensorsFile> files = open_checkpoint(dir, listed);
 
     std::map<std::string, at::Tensor> params;
@@ -177,8 +172,8 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
           throw ft::Error(where + "also in " + prev->second);
         const at::Tensor& param = it->second;
         if (param.sizes() != at::IntArrayRef(r.shape))
-          throw ft::Error(where + "shape " + shape_text(r.shape) + " in the checkpoint but " +
-                          shape_text(param.sizes()) + " in the model");
+          throw ft::Error(where + "shape " + ft::shape_text(r.shape) + " in the checkpoint but " +
+                          ft::shape_text(param.sizes()) + " in the model");
         copies.push_back({param, &file, &r});
       }
     }
@@ -205,7 +200,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     }
     std::vector<std::string> names;
     for (const auto& f : files) names.push_back(fs::path(f.path()).filename().string());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = ft::seconds_since(start);
     ft::log::info(
         "checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(), megabytes(bytes),
         files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files", dir, join(names, ", "),
@@ -215,7 +210,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
   std::string save(ft::Model& model, const std::string& tag) {
     if (tag.empty() || tag[0] == '.' || tag.find('/') != std::string::npos)
       throw ft::Error("checkpoint tag \"" + tag + "\" must be a plain directory name not starting with '.'");
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = ft::Clock::now();
     const fs::path out(s_.output_dir);
     fs::create_directories(out);
     const std::string pid = std::to_string(::getpid());
@@ -232,14 +227,14 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
       fs::remove_all(partial);  // left by an earlier failed save of this process
       fs::create_directories(partial);
       written = write_model_directory(partial, tensors, model);
+      ft::install_directory(partial.string(), final_dir.string());
     } catch (...) {
       std::error_code ignored;
       fs::remove_all(partial, ignored);
       throw;
     }
-    install(partial, final_dir);
 
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = ft::seconds_since(start);
     ft::log::info("checkpointer: saved {} tensors ({}, {}) to {} ({} file{}) in {:.2f} s", tensors.size(),
                   megabytes(written.total_size), hf_torch_dtype(dtype), final_dir.string(), written.files.size(),
                   written.files.size() == 1 ? "" : "s", seconds);
@@ -251,9 +246,9 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
                                      const ft::Model& model) const {
     const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
     ShardedWrite written = write_sharded_safetensors(dir.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
-    write_text_file_atomically((dir / "config.json").string(), config_json(model, dtype));
+    ft::write_text_file_atomically((dir / "config.json").string(), config_json(model, dtype));
     copy_companion_files(dir);
-    fsync_directory(dir.string());
+    ft::fsync_path(dir.string());
     return written;
   }
 
@@ -284,44 +279,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer {
     if (s_.checkpoint_dir.empty()) return;
     for (const fs::directory_entry& entry : fs::directory_iterator(s_.checkpoint_dir))
       if (is_companion_file(entry))
-        copy_file_atomically(entry.path().string(), (into / entry.path().filename()).string());
-  }
-
-  // Moves the complete `partial` to `final_dir`, replacing an existing checkpoint of that tag.
-  static void install(const fs::path& partial, const fs::path& final_dir) {
-    const fs::path out = final_dir.parent_path();
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(final_dir, ec))) {
-      fs::rename(partial, final_dir);
-      fsync_directory(out.string());
-      return;
-    }
-    // Swap in one step where the file system can (Linux renameat2), so `<tag>` never
-    // disappears; the old checkpoint ends up under the partial name and is deleted.
-    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
-      fsync_directory(out.string());
-      fs::remove_all(partial);
-      return;
-    }
-    const int err = errno;
-    if (err != EINVAL && err != ENOSYS && err != ENOTSUP) {
-      fs::remove_all(partial, ec);
-      throw ft::Error("cannot replace " + final_dir.string() + " with " + partial.string() + ": " + errno_text(err));
-    }
-    // File systems without the exchange: old aside, new in, old deleted. A crash in between
-    // leaves the old checkpoint under a hidden name and the new one complete, never a torn `<tag>`.
-    const fs::path aside = out / ("." + final_dir.filename().string() + ".old-" + std::to_string(::getpid()));
-    fs::remove_all(aside);
-    fs::rename(final_dir, aside);
-    try {
-      fs::rename(partial, final_dir);
-    } catch (...) {
-      fs::rename(aside, final_dir, ec);  // put the old checkpoint back
-      fs::remove_all(partial, ec);
-      throw;
-    }
-    fsync_directory(out.string());
-    fs::remove_all(aside);
+        ft::copy_file_atomically(entry.path().string(), (into / entry.path().filename()).string());
   }
 
   Settings s_;
@@ -382,7 +340,7 @@ void register_hf_checkpointer(ft::Registry& reg) {
       .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
   reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),
                             "full model weights as Hugging Face safetensors (sharded, with config.json)",
-                            make_checkpointer);
+                            make_checkpointer, {ft::TrainingCheckpointStorage::capability});
 }
 
 }  // namespace ft_checkpointers

@@ -1,8 +1,8 @@
 #include "safetensors.h"
 
-#include "durable_files.h"
-
+#include <ft/durable_files.h>
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -42,12 +42,6 @@ constexpr DtypeEntry kDtypes[] = {
     {"I16", c10::ScalarType::Short},     {"I8", c10::ScalarType::Char},   {"U8", c10::ScalarType::Byte},
     {"BOOL", c10::ScalarType::Bool},
 };
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 // A JSON value for an error message, cut short so a huge header does not flood the terminal.
 std::string excerpt(const nlohmann::json& value) {
@@ -186,7 +180,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    fail_in(path_, "cannot open safetensors file: " + errno_text(err));
+    fail_in(path_, "cannot open safetensors file: " + ft::errno_text(err));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -203,7 +197,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   mapping->address = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
   ::close(fd);  // the mapping stays valid without the descriptor
-  if (mapping->address == MAP_FAILED) fail_in(path_, "cannot memory-map: " + errno_text(map_errno));
+  if (mapping->address == MAP_FAILED) fail_in(path_, "cannot memory-map: " + ft::errno_text(map_errno));
   mapping->size = file_size;
   mapping_ = mapping;
   const auto* bytes = static_cast<const unsigned char*>(mapping->address);
@@ -292,7 +286,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     const auto needed = checked_mul(numel, c10::elementSize(r.dtype));
     if (!needed || *needed != r.byte_size())
       fail_in(path_, where + range + " hold " + std::to_string(r.byte_size()) + " bytes but shape " +
-                         shape_text(r.shape) + " of " + dtype.get<std::string>() + " needs " +
+                         ft::shape_text(r.shape) + " of " + dtype.get<std::string>() + " needs " +
                          (needed ? std::to_string(*needed) : "more than 2^64"));
     records_.push_back(std::move(r));
   }
@@ -380,16 +374,16 @@ void write_safetensors(const std::string& path, const std::vector<ft::NamedTenso
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
   const std::uint64_t header_size = header_text.size();
 
-  write_file_atomically(path, [&](int fd) {
+  ft::write_file_atomically(path, [&](int fd) {
     unsigned char length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header_size >> (8 * i));
-    write_all(fd, length, sizeof length, path);
-    write_all(fd, header_text.data(), header_text.size(), path);
+    ft::write_all(fd, length, sizeof length, path);
+    ft::write_all(fd, header_text.data(), header_text.size(), path);
     for (const auto& t : tensors) {
       // One tensor at a time on the CPU, so a GPU model never needs a second full copy in RAM.
       const at::Tensor cpu = t.tensor.detach().to(at::kCPU).contiguous();
       const std::uint64_t bytes = static_cast<std::uint64_t>(cpu.numel()) * cpu.element_size();
-      if (bytes > 0) write_all(fd, cpu.data_ptr(), bytes, path);
+      if (bytes > 0) ft::write_all(fd, cpu.data_ptr(), bytes, path);
     }
   });
 }
@@ -429,7 +423,7 @@ ShardedWrite write_sharded_safetensors(const std::string& dir, const std::vector
   }
   // Written last, so an index never names a shard that is not complete on disk.
   nlohmann::json index = {{"metadata", {{"total_size", out.total_size}}}, {"weight_map", weight_map}};
-  write_text_file_atomically((fs::path(dir) / kIndexFileName).string(), index.dump(2) + "\n");
+  ft::write_text_file_atomically((fs::path(dir) / kIndexFileName).string(), index.dump(2) + "\n");
   return out;
 }
 

@@ -209,8 +209,11 @@ TEST(Safetensors, ShardsLikeHuggingFaceWithAnIndex) {
   std::size_t seen = 0;
   for (const auto& f : opened)
     for (const auto& r : f.records()) {
-      for (const auto& t : tensors)
-        if (t.name == r.name) EXPECT_TRUE(at::equal(f.tensor(r), t.tensor)) << r.name;
+      for (const auto& t : tensors) {
+        if (t.name == r.name) {
+          EXPECT_TRUE(at::equal(f.tensor(r), t.tensor)) << r.name;
+        }
+      }
       ++seen;
     }
   EXPECT_EQ(seen, tensors.size());

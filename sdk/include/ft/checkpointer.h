@@ -1,14 +1,14 @@
 // Checkpointer interface (`torchtune.training.FullModelHFCheckpointer`, ...): moves model weights
-// between the model's live parameters and checkpoint files.
+// between the model's live parameters and checkpoint files. A checkpointer may also store the
+// host's training checkpoints (ft/training_checkpoint_storage.h); every fthost run needs that
+// role, since it saves a resumable checkpoint at the end of each epoch.
 #pragma once
 
-#include <ft/errors.h>
 #include <ft/kind.h>
 #include <ft/model.h>
+#include <ft/training_checkpoint_storage.h>
 
-#include <map>
 #include <string>
-#include <vector>
 
 namespace ft {
 
@@ -28,34 +28,9 @@ class Checkpointer {
   // returns that directory.
   virtual std::string save_model(Model& model, const std::string& tag) = 0;
 
-  // Training checkpoints (resume) are staged by the host: every rank writes its files into one
-  // hidden directory, and rank 0 renames it into place once all are complete. These write
-  // into, and read from, such a directory; each file written is fsynced before they return.
-
-  // Writes `tensors` (the model's hf_parameters(), possibly CPU copies of them) into the
-  // existing directory `dir` as save_model() lays out a model directory, without the rename.
-  virtual void write_model_files(const std::vector<NamedTensor>& tensors, const Model& model, const std::string& dir) {
-    (void)tensors, (void)model, (void)dir;
-    throw Error("this checkpointer cannot write training checkpoints");
-  }
-  // Loads the model directory `dir` (as write_model_files wrote it) instead of the configured
-  // checkpoint, with load_model()'s checks.
-  virtual void load_model_from(Model& model, const std::string& dir) {
-    (void)model, (void)dir;
-    throw Error("this checkpointer cannot resume from training checkpoints");
-  }
-  // One tensor file in the checkpoint format (safetensors for the HF checkpointer), written
-  // atomically. read_tensors' tensors may be read-only views of the file: copy them.
-  // Errors name the file.
-  virtual void write_tensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                             const std::map<std::string, std::string>& metadata) {
-    (void)path, (void)tensors, (void)metadata;
-    throw Error("this checkpointer cannot write training checkpoints");
-  }
-  virtual std::vector<NamedTensor> read_tensors(const std::string& path) {
-    (void)path;
-    throw Error("this checkpointer cannot resume from training checkpoints");
-  }
+  // The training-checkpoint role, owned by this checkpointer, or nullptr when it has none. A
+  // checkpointer returning one declares TrainingCheckpointStorage::capability when registered.
+  virtual TrainingCheckpointStorage* training_checkpoint_storage() { return nullptr; }
 };
 
 }  // namespace ft

@@ -5,6 +5,10 @@
 //   reg.add<ft::Optimizer>("torch.optim.AdamW", schema, "AdamW with decoupled weight decay",
 //       [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) { return std::make_unique<AdamW>(...); });
 //
+// An optional last argument lists the entry's capabilities: the optional roles its objects
+// provide (e.g. ft::TrainingCheckpointStorage::capability for a checkpointer), so the host can
+// check a configuration's needs at validation, without constructing anything.
+//
 // The host instantiates them as torchtune's `config.instantiate(cfg, *args)` does: the table's
 // `_component_` picks the entry, the kind is checked, the table is validated against the
 // schema (defaults filled in), then the factory gets the table and the recipe's arguments.
@@ -45,15 +49,29 @@ struct ComponentInfo {
   std::string library;                            // path of the plugin library that registered it
   std::shared_ptr<const void> library_keepalive;  // holds the library loaded
   std::shared_ptr<const FactoryBase> factory;
+  std::vector<std::string> capabilities;  // optional roles its objects provide
+
+  bool provides(std::string_view capability) const {
+    for (const auto& c : capabilities)
+      if (c == capability) return true;
+    return false;
+  }
 };
 
 class FT_API Registry {
  public:
   template <class Interface, class Make>
-  void add(std::string name, Schema schema, std::string summary, Make make) {
+  void add(std::string name, Schema schema, std::string summary, Make make,
+           std::vector<std::string> capabilities = {}) {
     auto factory = std::make_shared<TypedFactory<Interface>>(typename TypedFactory<Interface>::Make(std::move(make)));
-    add_entry(ComponentInfo{
-        std::move(name), Interface::kind, std::move(schema), std::move(summary), {}, {}, std::move(factory)});
+    add_entry(ComponentInfo{std::move(name),
+                            Interface::kind,
+                            std::move(schema),
+                            std::move(summary),
+                            {},
+                            {},
+                            std::move(factory),
+                            std::move(capabilities)});
   }
 
   const ComponentInfo* find(std::string_view name) const;

@@ -1,0 +1,69 @@
+// Crash-safe files and directories: the one implementation of the durable-directory protocol
+// that the host's training checkpoints and checkpointer plugins share.
+//
+// A file is written under a temporary name, fsynced, renamed into place, and its directory
+// fsynced, so after a crash a path holds either the old contents or the complete new ones.
+// A directory (a checkpoint) is built under a hidden staging name and installed with one
+// rename, or one exchange when a directory of that name exists, so the name always refers to a
+// complete directory. Hidden names this protocol creates next to `<dir>/<name>`:
+//
+//   .<name>.old-<pid>        the replaced directory, while the file system cannot exchange
+//   .<name>.deleting-<pid>   a directory being deleted
+//
+// A crash can leave either; `.<name>.old-<pid>` without a `<name>` is the replaced directory,
+// complete, whose replacement never arrived (see fthost's remove_interrupted_checkpoints).
+#pragma once
+
+#include <ft/export.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace ft {
+
+// Writes all `size` bytes to `fd` (retrying short writes and EINTR); throws ft::Error naming `path`.
+FT_API void write_all(int fd, const void* data, std::size_t size, const std::string& path);
+
+// fsync of a file or a directory (a directory's fsync makes renames and new entries in it
+// survive a crash); throws ft::Error naming it.
+FT_API void fsync_path(const std::string& path);
+
+// Creates or replaces `path` atomically: `fill` writes the contents to a descriptor of
+// `<path>.tmp-<pid>`, which is then fsynced and renamed to `path`; the parent directory is
+// fsynced. On any error the temporary file is removed and ft::Error is thrown.
+FT_API void write_file_atomically(const std::string& path, const std::function<void(int fd)>& fill);
+FT_API void write_text_file_atomically(const std::string& path, const std::string& text);
+
+// Copies `from` to `to` with the same guarantees, following symlinks (Hugging Face cache
+// snapshots are symlinks to blobs).
+FT_API void copy_file_atomically(const std::string& from, const std::string& to);
+
+// The renames install_directory performs. Each returns 0, or -1 with errno set, like rename(2);
+// tests substitute them to observe or fail single steps.
+struct DirectoryRenames {
+  std::function<int(const std::string& from, const std::string& to)> rename;
+  // Swaps two existing entries atomically (Linux renameat2 RENAME_EXCHANGE); errno EINVAL,
+  // ENOSYS or ENOTSUP when the file system cannot.
+  std::function<int(const std::string& a, const std::string& b)> exchange;
+};
+FT_API const DirectoryRenames& system_directory_renames();
+
+// Makes the complete, synced directory `staged` (a sibling of `final_dir`, usually hidden) the
+// directory `final_dir`, then fsyncs their parent. When `final_dir` exists it is replaced in one
+// exchange and the old contents deleted; where the file system cannot exchange, the old
+// directory is first renamed to `.<name>.old-<pid>`, `staged` renamed in, and the old one
+// deleted, so at every moment the old directory or the new one is complete under one of the
+// two names. On failure `final_dir` is what it was (the old one renamed back) and `staged` is
+// left for the caller; throws ft::Error naming both paths.
+FT_API void install_directory(const std::string& staged, const std::string& final_dir,
+                              const DirectoryRenames& renames = system_directory_renames());
+
+// Deletes `dir` by renaming it to `.<name>.deleting-<pid>` (fsynced) first, so a crash while
+// deleting never leaves a partly deleted directory under its name. Throws ft::Error naming it.
+FT_API void delete_directory(const std::string& dir);
+
+// `<parent>/.<name>.<role>-<pid>` for `<parent>/<name>`: the hidden names above.
+FT_API std::string hidden_sibling(const std::string& dir, const std::string& role);
+
+}  // namespace ft
