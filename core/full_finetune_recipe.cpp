@@ -65,7 +65,9 @@ struct Components {
 struct LoggerCloser {
   ft::MetricLogger* logger;
   ~LoggerCloser() {
-    if (logger) logger->close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0);
+    if (!logger) return;
+    if (auto failure = logger->close(std::uncaught_exceptions() > 0 ? 1 : 0))
+      ft::log::error("closing the metric logger failed: {}", *failure);
   }
 };
 
