@@ -284,12 +284,12 @@ int FullFinetuneRecipe::cleanup(int exit_code) noexcept {
     ft::log::error("profiler: stopping failed: {}", e.what());
   }
   if (progress_) progress_->finish();
-  try {
-    // A failed run still flushes what it logged, and the loggers learn how it ended.
-    if (logger_) logger_->close_with_exit_code(exit_code);
-  } catch (const std::exception& e) {
-    ft::log::error("metric logger: closing failed: {}", e.what());
-    return exit_code != 0 ? exit_code : 1;
+  // A failed run still flushes what it logged, and the loggers learn how it ended.
+  if (logger_) {
+    if (const auto failure = logger_->close(exit_code)) {
+      ft::log::error("closing the metric logger failed: {}", *failure);
+      return exit_code != 0 ? exit_code : 1;  // a run whose logs are incomplete has not succeeded
+    }
   }
   return exit_code;
 }

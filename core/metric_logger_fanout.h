@@ -2,9 +2,11 @@
 // one run can write TensorBoard, W&B and a JSONL file at once.
 #pragma once
 
+#include <ft/errors.h>
 #include <ft/metric_logger.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace fthost {
@@ -21,18 +23,20 @@ class MetricLoggerFanout final : public ft::MetricLogger {
   void log_config(const ft::ConfigNode& root) override {
     for (auto& l : loggers_) l->log_config(root);
   }
-  void close() override { close_with_exit_code(0); }
-  // Every logger is closed even when one fails; the first failure is rethrown afterwards.
-  void close_with_exit_code(int exit_code) override {
-    std::exception_ptr first;
-    for (auto& l : loggers_) {
-      try {
-        l->close_with_exit_code(exit_code);
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    }
-    if (first) std::rethrow_exception(first);
+
+ protected:
+  // Every logger is closed, whichever fail: one failed file must not cost the others their
+  // last records. The failures come back together, one a line.
+  void on_close(int exit_code) override {
+    std::vector<std::string> failures;
+    for (auto& l : loggers_)
+      if (auto failure = l->close(exit_code)) failures.push_back(std::move(*failure));
+    if (failures.empty()) return;
+    if (failures.size() == 1) throw ft::Error(failures.front());
+    std::string message =
+        std::to_string(failures.size()) + " of " + std::to_string(loggers_.size()) + " metric loggers failed to close:";
+    for (const auto& failure : failures) message += "\n  " + failure;
+    throw ft::Error(message);
   }
 
  private:

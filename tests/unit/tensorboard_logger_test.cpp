@@ -86,7 +86,7 @@ TEST(TensorBoardLogger, WritesEveryStepConfigAndHParams) {
   }
   logger->log("grad_norm", 0.5, 6);
   expected.push_back({6, "grad_norm", 0.5f});
-  logger->close();
+  EXPECT_EQ(logger->close(0), std::nullopt);
 
   const EventFile file = only_event_file(dir);
   EXPECT_TRUE(std::regex_match(boost::filesystem::path(file.path).filename().string(),
@@ -137,7 +137,7 @@ TEST(TensorBoardLogger, FailedRunEndsTheSessionAsFailure) {
       "_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" + dir + "\"\n");
   logger->log_config(fttest::config_root(kRunConfig));
   logger->log_dict({{"loss", 1.0}}, 1);
-  logger->close_with_exit_code(1);
+  EXPECT_EQ(logger->close(1), std::nullopt);
   const auto files = fttest::files_under(dir);
   ASSERT_EQ(files.size(), 1u);
   EXPECT_TRUE(std::regex_search(files[0], std::regex(R"(/run_0_\d+\.\d{6}/events\.out\.tfevents\.)"))) << files[0];
@@ -157,7 +157,7 @@ TEST(TensorBoardLogger, FlushesOnATimerAndTheFileStaysReadable) {
     seen = scalars_in(only_event_file(dir).events);  // throws if the file ends mid-record
   }
   EXPECT_EQ(seen.size(), 3u) << "the timer flushed while the logger is open";
-  logger->close();
+  EXPECT_EQ(logger->close(0), std::nullopt);
 }
 
 TEST(TensorBoardLogger, OnlyRankZeroWritesAndKeysAreChecked) {
@@ -168,7 +168,7 @@ TEST(TensorBoardLogger, OnlyRankZeroWritesAndKeysAreChecked) {
   auto logger = fttest::make_logger(
       "_component_ = \"torchtune.training.metric_logging.TensorBoardLogger\"\nlog_dir = \"" + dir + "\"\n", rank1);
   logger->log_dict({{"loss", 1.0}}, 1);
-  logger->close();
+  EXPECT_EQ(logger->close(0), std::nullopt);
   EXPECT_TRUE(fttest::files_under(dir).empty());
 
   const std::string err = fttest::error_of<ft::ConfigError>([] {

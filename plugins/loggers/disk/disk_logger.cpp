@@ -1,18 +1,24 @@
 // Plugin ft_logger_disk: torchtune.training.metric_logging.DiskLogger. Writes
 // `<log_dir>/log_<unix time>.txt` in torchtune's text format, or one JSON object a line with
-// output_fmt = "jsonl". Each line is flushed so a killed run keeps every logged step.
+// output_fmt = "jsonl". Each line is flushed so a killed run keeps every logged step, and a
+// line that cannot be written fails its log call with ft::Error naming the file.
+#include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/metric_logger.h>
 #include <ft/plugin.h>
+#include <ft/text.h>
 
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
+#include <optional>
+#include <string>
 
 namespace {
 
@@ -24,10 +30,15 @@ class DiskLogger final : public ft::MetricLogger {
  public:
   DiskLogger(const std::string& path, bool jsonl) : path_(path), jsonl_(jsonl) {
     file_ = std::fopen(path.c_str(), "a");
-    if (!file_) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    if (!file_) {
+      const int err = errno;
+      throw ft::Error("DiskLogger: cannot open " + path + ": " + ft::errno_text(err));
+    }
     ft::log::info("DiskLogger: writing {}", path);
   }
-  ~DiskLogger() override { close(); }
+  ~DiskLogger() override {
+    if (auto failure = close(1)) ft::log::error("{}", *failure);
+  }
 
   void log(const std::string& name, double value, std::int64_t step) override { log_dict({{name, value}}, step); }
 
@@ -45,20 +56,48 @@ class DiskLogger final : public ft::MetricLogger {
     write(line);
   }
 
-  void close() override {
-    if (file_) std::fclose(file_);
+ protected:
+  void on_close(int /*exit_code*/) override {
+    if (!file_) return;
+    std::FILE* file = file_;
     file_ = nullptr;
+    // A failure a log call has thrown already is not reported twice.
+    if (std::fclose(file) != 0 && !failed_) {
+      const int err = errno;
+      throw ft::Error("DiskLogger: cannot close " + path_ + ": " + ft::errno_text(err));
+    }
   }
 
  private:
+  // Each line is flushed, so the step that cannot be written (or whose file was deleted, which
+  // writes would not notice) is the one that fails.
   void write(const std::string& line) {
-    if (!file_) throw std::runtime_error("DiskLogger: " + path_ + " is closed");
-    if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0)
-      throw std::runtime_error("DiskLogger: write to " + path_ + " failed: " + std::strerror(errno));
+    if (failed_) throw ft::Error(*failed_);
+    if (!file_) throw ft::Error("DiskLogger: logging to " + path_ + " after close()");
+    if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
+      const int err = errno;
+      fail("cannot write " + path_ + ": " + ft::errno_text(err));
+    }
+    struct stat st {};
+    if (::fstat(::fileno(file_), &st) != 0) {
+      const int err = errno;
+      fail("cannot check " + path_ + ": " + ft::errno_text(err));
+    }
+    if (st.st_nlink == 0)
+      fail("cannot write " + path_ +
+           ": the file was deleted while the run was writing it (was its directory removed?); what was logged after "
+           "that is lost");
   }
+  // Later steps would land after a partial line, so every later write fails the same way.
+  [[noreturn]] void fail(const std::string& message) {
+    failed_ = "DiskLogger: " + message;
+    throw ft::Error(*failed_);
+  }
+
   std::string path_;
   bool jsonl_;
   std::FILE* file_ = nullptr;
+  std::optional<std::string> failed_;
 };
 
 void register_components(ft::Registry& reg) {

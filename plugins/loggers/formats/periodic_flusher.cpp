@@ -15,7 +15,8 @@ PeriodicFlusher::PeriodicFlusher(std::chrono::milliseconds interval, std::functi
       try {
         flush_();
       } catch (const std::exception& e) {
-        // The next log call or close() reports write failures; a background thread cannot.
+        // A background thread cannot throw to anyone: the function records its own failures for
+        // the next log call (the TensorBoard logger does); this is the last resort for one that does not.
         ft::log::warn("periodic flush failed: {}", e.what());
       }
       lock.lock();

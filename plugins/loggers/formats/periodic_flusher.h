@@ -1,5 +1,6 @@
 // Calls a function every `interval` on a background thread until stopped, so buffered log
-// records reach the disk while training is busy between log steps.
+// records reach the disk while training is busy between log steps. The function keeps its own
+// failures for the owner to report: nothing thrown on the thread reaches the host.
 #pragma once
 
 #include <chrono>

@@ -25,14 +25,6 @@ std::string tfrecord_frame(std::string_view data) {
   return out;
 }
 
-TFRecordWriter::~TFRecordWriter() {
-  try {
-    close();
-  } catch (...) {
-    // A destructor cannot report; close() is called explicitly on every normal path.
-  }
-}
-
 void TFRecordWriter::flush() {
   if (pending_.empty()) return;
   file_.write(pending_);
@@ -41,8 +33,18 @@ void TFRecordWriter::flush() {
 
 void TFRecordWriter::close() {
   if (!file_.is_open()) return;
-  flush();
+  try {
+    flush();
+  } catch (...) {
+    abandon();
+    throw;
+  }
   file_.close();
+}
+
+void TFRecordWriter::abandon() noexcept {
+  pending_.clear();
+  file_.abandon();
 }
 
 }  // namespace ft_loggers

@@ -1,7 +1,8 @@
 // TFRecord framing, the container of TensorBoard event files:
 //   u64 length (LE) | u32 masked CRC-32C of the length bytes | data | u32 masked CRC-32C of data
 // Records are buffered and written whole on flush(), so TensorBoard reading a file that is
-// still being written never sees half a record.
+// still being written never sees half a record. Failures are AppendOnlyFile's: ft::Error
+// naming the path, sticky once a write failed.
 #pragma once
 
 #include "append_only_file.h"
@@ -17,11 +18,15 @@ std::string tfrecord_frame(std::string_view data);
 class TFRecordWriter {
  public:
   explicit TFRecordWriter(std::string path) : file_(std::move(path)) {}
-  ~TFRecordWriter();
 
   void append(std::string_view data) { pending_ += tfrecord_frame(data); }
   void flush();
-  void close();  // flushes first
+  void close();  // flushes first; the file is released even when that fails
+  // Releases the file and drops unwritten records: for a file whose failure was reported.
+  void abandon() noexcept;
+  void check_not_deleted() { file_.check_not_deleted(); }
+  bool failed() const { return file_.failed(); }
+  bool is_open() const { return file_.is_open(); }
   const std::string& path() const { return file_.path(); }
 
  private:

@@ -25,14 +25,6 @@ WandbTransactionLog::WandbTransactionLog(std::string path) : file_(std::move(pat
   flush();
 }
 
-WandbTransactionLog::~WandbTransactionLog() {
-  try {
-    close();
-  } catch (...) {
-    // A destructor cannot report; close() is called explicitly on every normal path.
-  }
-}
-
 void WandbTransactionLog::append_chunk(std::uint8_t type, std::string_view data) {
   const std::uint32_t crc = crc32_ieee(type, data);
   for (int i = 0; i < 4; ++i) pending_.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
@@ -73,8 +65,18 @@ void WandbTransactionLog::flush() {
 
 void WandbTransactionLog::close() {
   if (!file_.is_open()) return;
-  flush();
+  try {
+    flush();
+  } catch (...) {
+    abandon();
+    throw;
+  }
   file_.close();
+}
+
+void WandbTransactionLog::abandon() noexcept {
+  pending_.clear();
+  file_.abandon();
 }
 
 }  // namespace ft_loggers

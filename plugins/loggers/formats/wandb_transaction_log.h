@@ -23,15 +23,19 @@ constexpr std::uint8_t kFull = 1, kFirst = 2, kMiddle = 3, kLast = 4;
 
 class WandbTransactionLog {
  public:
-  // Creates the file (never overwrites one) and writes the header.
+  // Creates the file (never overwrites one) and writes the header. Failures are
+  // AppendOnlyFile's: ft::Error naming the path, sticky once a write failed.
   explicit WandbTransactionLog(std::string path);
-  ~WandbTransactionLog();
 
   // One serialized wandb_internal.Record. Buffered until flush(); chunks are placed by the
   // logical file offset, so buffering does not change the layout.
   void append(std::string_view record);
   void flush();
-  void close();  // flushes first
+  void close();  // flushes first; the file is released even when that fails
+  // Releases the file and drops unwritten records: for a file whose failure was reported.
+  void abandon() noexcept;
+  bool failed() const { return file_.failed(); }
+  bool is_open() const { return file_.is_open(); }
   const std::string& path() const { return file_.path(); }
 
  private:

@@ -3,8 +3,9 @@
 // Writes the run as wandb itself does offline: <log_dir>/wandb/offline-run-<YYYYMMDD_HHMMSS>-<id>/
 // run-<id>.wandb, a transaction log `wandb sync` uploads later. Records, in order: run (id,
 // project, entity, group, name, host, config, start time), config, one history record per
-// logged step, then summary, exit (the run's exit code) and final. Online mode needs HTTP and
-// an API key and is a follow-up.
+// logged step, then summary, exit (the run's exit code) and final. A failure to write throws
+// ft::Error naming the file from the log call that found it, or comes back from close().
+// Online mode needs HTTP and an API key and is a follow-up.
 #include "config_values.h"
 #include "run_identity.h"
 #include "wandb_records.h"
@@ -63,19 +64,26 @@ class WandBLogger final : public ft::MetricLogger {
     point_latest_run_at(wandb_dir, run_dir_name);
     ft::log::info("WandBLogger: offline run {} in {}; upload it with: wandb sync {}", run_.run_id, run_dir_, run_dir_);
   }
-  ~WandBLogger() override { close(); }
+  // A host that never closed the logger saw no clean end: the run is recorded as failed.
+  ~WandBLogger() override {
+    if (auto failure = close(1)) ft::log::error("{}", *failure);
+  }
 
   void log_config(const ft::ConfigNode& root) override {
+    check_open();
     const JsonItems config = ft_loggers::config_items_as_json(root);
-    write_run_record(config);
-    append(ft_loggers::wandb_config_record(next_num(), config));
-    log_->flush();
+    with_logger_name([&] {
+      write_run_record(config);
+      log_->append(ft_loggers::wandb_config_record(next_num(), config));
+      log_->flush();
+    });
   }
 
   void log(const std::string& name, double value, std::int64_t step) override { log_dict({{name, value}}, step); }
 
+  // Each step is flushed, so a failure to write it (or a deleted file) surfaces at that step.
   void log_dict(const ft::Metrics& metrics, std::int64_t step) override {
-    write_run_record({});
+    check_open();
     const double now = unix_time();
     JsonItems items;
     for (const auto& [name, value] : metrics) {
@@ -86,31 +94,31 @@ class WandBLogger final : public ft::MetricLogger {
       summary_[item.first] = item.second;
       items.push_back(std::move(item));
     }
-    append(ft_loggers::wandb_history_record(next_num(), step, items));
-    log_->flush();
+    with_logger_name([&] {
+      write_run_record({});
+      log_->append(ft_loggers::wandb_history_record(next_num(), step, items));
+      log_->flush();
+    });
   }
 
-  // The recipe calls close() from a guard's destructor, also while an exception unwinds (the
-  // run failed), so it reports write errors in the log rather than throwing.
-  void close() override {
-    try {
-      close_with_exit_code(std::uncaught_exceptions() > 0 ? 1 : 0);
-    } catch (const std::exception& e) {
-      ft::log::error("WandBLogger: closing failed: {}", e.what());
-    }
-  }
-
-  void close_with_exit_code(int exit_code) override {
+ protected:
+  void on_close(int exit_code) override {
     if (!log_) return;
-    write_run_record({});
-    JsonItems summary;
-    for (auto& [key, json] : summary_) summary.emplace_back(key, json);
-    if (!summary.empty()) append(ft_loggers::wandb_summary_record(next_num(), summary));
-    const auto runtime = static_cast<std::int32_t>(unix_time() - run_.start_time);
-    append(ft_loggers::wandb_exit_record(next_num(), exit_code, runtime));
-    append(ft_loggers::wandb_final_record(next_num()));
     auto log = std::move(log_);
-    log->close();
+    if (log->failed()) {  // the log call that failed has thrown it already
+      log->abandon();
+      return;
+    }
+    with_logger_name([&] {
+      if (!run_written_) log->append(ft_loggers::wandb_run_record(next_num(), run_, {}));
+      JsonItems summary;
+      for (auto& [key, json] : summary_) summary.emplace_back(key, json);
+      if (!summary.empty()) log->append(ft_loggers::wandb_summary_record(next_num(), summary));
+      const auto runtime = static_cast<std::int32_t>(unix_time() - run_.start_time);
+      log->append(ft_loggers::wandb_exit_record(next_num(), exit_code, runtime));
+      log->append(ft_loggers::wandb_final_record(next_num()));
+      log->close();
+    });
     ft::log::info("WandBLogger: run {} {} (exit code {}); upload it with: wandb sync {}", run_.run_id,
                   exit_code == 0 ? "finished" : "failed", exit_code, run_dir_);
   }
@@ -124,12 +132,20 @@ class WandBLogger final : public ft::MetricLogger {
   // wandb sync needs the run record before any other; the config goes into it when known.
   void write_run_record(const JsonItems& config) {
     if (run_written_) return;
-    append(ft_loggers::wandb_run_record(next_num(), run_, config));
+    log_->append(ft_loggers::wandb_run_record(next_num(), run_, config));
     run_written_ = true;
   }
-  void append(const std::string& record) {
-    if (!log_) throw std::runtime_error("WandBLogger: logging after close()");
-    log_->append(record);
+  void check_open() const {
+    if (!log_) throw ft::Error("WandBLogger: logging after close()");
+  }
+  // Runs `write`, prefixing the logger's name to the message of a failure.
+  template <class Write>
+  static void with_logger_name(Write&& write) {
+    try {
+      write();
+    } catch (const std::exception& e) {
+      throw ft::Error(std::string("WandBLogger: ") + e.what());
+    }
   }
   std::int64_t next_num() { return ++records_; }
 
@@ -146,13 +162,6 @@ class WandBLogger final : public ft::MetricLogger {
   std::map<std::string, std::string> summary_;  // key -> JSON of its last value
   std::int64_t records_ = 0;
   bool run_written_ = false;
-};
-
-// Ranks the log_strategy leaves out, and mode = "disabled".
-class SilentLogger final : public ft::MetricLogger {
- public:
-  void log(const std::string&, double, std::int64_t) override {}
-  void log_dict(const ft::Metrics&, std::int64_t) override {}
 };
 
 bool writes_from_this_rank(const ft::ConfigNode& cfg, const ft::MetricLogger::Args& args) {
@@ -181,7 +190,7 @@ std::unique_ptr<ft::MetricLogger> make_wandb_logger(const ft::ConfigNode& cfg, f
                  (log_dir.empty() ? std::string(".") : log_dir) + "/wandb/offline-run-*` (docs/loggers.md)");
   if (mode != "offline" && mode != "disabled")
     cfg.fail("mode", "expected \"offline\", \"disabled\" or \"online\", got \"" + mode + "\"");
-  if (!writes_from_this_rank(cfg, args) || mode == "disabled") return std::make_unique<SilentLogger>();
+  if (!writes_from_this_rank(cfg, args) || mode == "disabled") return std::make_unique<ft::NoOpMetricLogger>();
 
   ft_loggers::WandbRunInfo run;
   run.run_id = new_run_id();

@@ -17,7 +17,7 @@ TEST_F(DiskLogger, DiskLoggerWritesTorchtuneTextAndJsonl) {
     auto logger = registry().instantiate<ft::MetricLogger>(cfg.table("metric_logger"));
     logger->log_dict({{"loss", 0.5}, {"lr", 2e-05}}, 1);
     logger->log("tokens_per_second", 12.0, 2);
-    logger->close();
+    EXPECT_EQ(logger->close(0), std::nullopt);
     const std::string text = fttest::read_file(dir + "/m." + fmt);
     if (fmt == "txt")
       EXPECT_EQ(text, "Step 1 | loss:0.5 lr:2e-05 \nStep 2 | tokens_per_second:12 \n");
