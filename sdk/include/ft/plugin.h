@@ -15,9 +15,10 @@
 
 #include <cstdint>
 
-// Major 2: the model, loss, data, checkpointer, parallelism and profiler interfaces, and the
-// Sample / MetricLogger::Args layouts, joined or changed after 1.0; a 1.x plugin would crash.
-#define FT_ABI_MAJOR 2
+// Major 3: ft::Checkpointer split from ft::TrainingCheckpointStorage, registry entries carry
+// capabilities, and MetricLogger closes through close(exit_code) / on_close; a 2.x plugin's
+// vtables no longer match and it would crash.
+#define FT_ABI_MAJOR 3
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
