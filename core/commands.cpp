@@ -63,6 +63,11 @@ int cmd_ls(const Invocation& inv) {
                 << boost::filesystem::path(c->library).filename().string() << "\n";
       if (!inv.verbose) continue;
       if (!c->summary.empty()) std::cout << "      " << c->summary << "\n";
+      if (!c->capabilities.empty()) {
+        std::string roles;
+        for (const auto& role : c->capabilities) roles += (roles.empty() ? "" : ", ") + role;
+        std::cout << "      provides: " << roles << "\n";
+      }
       for (const auto& key : c->schema.keys()) {
         std::string def = key.required ? "required" : key.default_toml.empty() ? "optional" : "= " + key.default_toml;
         std::cout << "      " << std::left << std::setw(28) << key.name << std::setw(8) << ft::value_type_name(key.type)

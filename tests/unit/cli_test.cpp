@@ -25,6 +25,8 @@ TEST(Cli, LsShowsComponentsAndSchemas) {
   EXPECT_NE(r.output.find("torch.optim.AdamW"), std::string::npos);
   EXPECT_NE(r.output.find("weight_decay"), std::string::npos);
   EXPECT_EQ(r.output.find("StdoutLogger"), std::string::npos) << "kind filter must apply";
+  auto checkpointers = run("ls checkpointer -v");
+  EXPECT_NE(checkpointers.output.find("provides: training_checkpoints"), std::string::npos) << checkpointers.output;
   auto bad = run("ls optimiser");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("unknown kind 'optimiser'"), std::string::npos);
