@@ -19,11 +19,15 @@ std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
   if (!in) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
+  return load_config_text(text.str(), path);
+}
+
+std::shared_ptr<ConfigDocument> load_config_text(const std::string& text, const std::string& source_name) {
   try {
-    return std::make_shared<ConfigDocument>(toml::parse(text.str(), path), path);
+    return std::make_shared<ConfigDocument>(toml::parse(text, source_name), source_name);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw ConfigError(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+    throw ConfigError(source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                       ": invalid TOML: " + std::string(e.description()));
   }
 }
