@@ -19,16 +19,24 @@ std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
   if (!in) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
+  return load_config_text(text.str(), path);
+}
+
+std::shared_ptr<ConfigDocument> load_config_text(const std::string& text, const std::string& source_name) {
   try {
-    return std::make_shared<ConfigDocument>(toml::parse(text.str(), path), path);
+    return std::make_shared<ConfigDocument>(toml::parse(text, source_name), source_name);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw ConfigError(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+    throw ConfigError(source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                       ": invalid TOML: " + std::string(e.description()));
   }
 }
 
 namespace {
+
+// Deeper keys and reference chains are refused rather than recursed into: each level is a stack
+// frame of the walk or of interpolation. toml++ refuses the same depth in a file.
+constexpr std::size_t kMaxDepth = 256;
 
 std::vector<std::string> split_path(const std::string& dotted, const std::string& what) {
   std::vector<std::string> parts;
@@ -37,6 +45,8 @@ std::vector<std::string> split_path(const std::string& dotted, const std::string
     auto dot = dotted.find('.', start);
     std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) throw ConfigError("command line: " + what + ": empty key segment in '" + dotted + "'");
+    if (parts.size() == kMaxDepth)
+      throw ConfigError("command line: " + what + ": key nests deeper than " + std::to_string(kMaxDepth) + " levels");
     parts.push_back(part);
     if (dot == std::string::npos) break;
     start = dot + 1;
@@ -149,10 +159,22 @@ struct Interpolator {
     const std::string text = *node->value_exact<std::string>();
     if (text.find("${") == std::string::npos) return;
     if (in_progress.count(path)) fail(path, "interpolation cycle through '" + path + "'");
+    if (in_progress.size() == kMaxDepth)
+      fail(path, "interpolation chain longer than " + std::to_string(kMaxDepth) + " references");
     in_progress.insert(path);
 
     auto dot = path.rfind('.');
-    toml::table& parent = *doc.find(dot == std::string::npos ? "" : path.substr(0, dot))->as_table();
+    toml::node& parent_node = *doc.find(dot == std::string::npos ? "" : path.substr(0, dot));
+    if (auto* array = parent_node.as_array()) {
+      // An array item named by another key's `${list.0}`: splice as text, as walk() does.
+      const std::string spliced = splice(text, path);
+      const toml::node* item = doc.find(path);
+      for (std::size_t i = 0; i < array->size(); ++i)
+        if (array->get(i) == item) array->replace(array->begin() + static_cast<std::ptrdiff_t>(i), spliced);
+      in_progress.erase(path);
+      return;
+    }
+    toml::table& parent = *parent_node.as_table();
     const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
     const bool whole = text.rfind("${", 0) == 0 && text.find('}') == text.size() - 1;
     if (whole) {

@@ -13,6 +13,9 @@ namespace fthost {
 // Reads and parses a TOML file; errors name the file, line and column.
 std::shared_ptr<ft::detail::ConfigDocument> load_config_file(const std::string& path);
 
+// Parses TOML text; `source_name` (a path or a label) prefixes the line and column of errors.
+std::shared_ptr<ft::detail::ConfigDocument> load_config_text(const std::string& text, const std::string& source_name);
+
 // Applies `key=value` (TOML value syntax; text that is not a TOML value is taken as a string)
 // and `~key` (removes the key) in order.
 void apply_overrides(ft::detail::ConfigDocument& doc, const std::vector<std::string>& overrides);

@@ -1,9 +1,40 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite.
+#   bash scripts/test.sh              the suite in ./build
+#   bash scripts/test.sh --sanitize   the suite in ./build-asan, everything in-tree built with
+#                                     ASan + UBSan (options: tests/sanitizers/env.sh)
+#   bash scripts/test.sh --fuzz       the libFuzzer targets in ./build-fuzz, FUZZ_SECONDS each
+#                                     (scripts/fuzz.sh)
+# FTHOST_CMAKE_ARGS adds configure options to the build (CI: -DFTHOST_WERROR=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode="${1:-}"
+case "$mode" in
+  "" | --sanitize | --fuzz) ;;
+  *) echo "usage: $0 [--sanitize | --fuzz]" >&2; exit 2 ;;
+esac
 bash scripts/setup.sh
-bash scripts/build.sh
+if [[ "$mode" == --fuzz ]]; then
+  exec bash scripts/fuzz.sh
+fi
+
+build_dir=build
+if [[ "$mode" == --sanitize ]]; then
+  build_dir=build-asan
+  # Before the build: test discovery runs the instrumented test executables.
+  source tests/sanitizers/env.sh
+  export FTHOST_CMAKE_ARGS="-DFTHOST_SANITIZE=address,undefined ${FTHOST_CMAKE_ARGS:-}"
+fi
+FTHOST_BUILD_DIR="$build_dir" bash scripts/build.sh
 export OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1
 export FT_FIXTURES="${FT_FIXTURES:-$(pwd)/../shared/fixtures}"
-ctest --test-dir build --output-on-failure -j2
+ctest_args=(--test-dir "$build_dir" --output-on-failure -j2)
+if [[ "$mode" == --sanitize ]]; then
+  excluded=$(grep -v '^#' tests/sanitizers/excluded_tests.txt | grep . | sed 's/[.]/[.]/g; s/.*/^&$/' | paste -sd'|' -)
+  [[ -n "$excluded" ]] && ctest_args+=(-E "$excluded")
+fi
+start=$(date +%s)
+status=0
+ctest "${ctest_args[@]}" || status=$?
+echo "test: $build_dir suite done in $(( $(date +%s) - start )) s"
+exit "$status"

@@ -21,7 +21,9 @@ const json& column(const json& sample, const std::string& name, std::size_t reco
   return *it;
 }
 
-const std::string& mapped(const ColumnMap& columns, const std::string& field) {
+// By value: the default is the caller's `field`, often a temporary from a string literal, so a
+// reference to it would dangle once the caller's expression ends.
+std::string mapped(const ColumnMap& columns, const std::string& field) {
   auto it = columns.find(field);
   return it == columns.end() ? field : it->second;
 }

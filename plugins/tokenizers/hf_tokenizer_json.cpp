@@ -90,6 +90,8 @@ void add_pre_tokenizer(const Reader& r, const json& p, const std::string& where,
     PreTokenizerStep s;
     s.kind = PreTokenizerStep::Kind::Metaspace;
     s.replacement = p.value("replacement", std::string("\xE2\x96\x81"));
+    // Splitting at every occurrence of "" would never advance.
+    if (s.replacement.empty()) r.fail(where + ".replacement", "must not be empty (Hugging Face uses one character)");
     const std::string scheme = p.value("prepend_scheme", p.value("add_prefix_space", true) ? "always" : "never");
     if (scheme == "always")
       s.prepend = PreTokenizerStep::Prepend::Always;
