@@ -10,13 +10,14 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 namespace po = boost::program_options;
 
-int main(int argc, char** argv) {
-  fthost::ensure_passive_openmp_wait_policy(argv);
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+namespace {
 
+po::options_description visible_options() {
   po::options_description visible(
       "Usage:\n"
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
@@ -30,6 +31,56 @@ int main(int argc, char** argv) {
       "plugin-dir", po::value<std::vector<std::string>>()->composing(),
       "extra plugin directory or library (repeatable)")("verbose,v", po::bool_switch(), "ls: show schemas")(
       "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)");
+  return visible;
+}
+
+// `fthost --nproc-per-node N ...`: the same command line, without the option, for each rank.
+int launch_local(int argc, char** argv, int nproc) {
+  if (std::getenv("RANK")) {
+    std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
+              << " of a launched job; give --nproc-per-node to the outer command only\n";
+    return 2;
+  }
+  std::vector<std::string> rank_args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nproc-per-node") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--nproc-per-node=", 0) == 0) continue;
+    rank_args.push_back(a);
+  }
+  try {
+    return fthost::launch_local_ranks(nproc, rank_args);
+  } catch (const ft::Error& e) {
+    std::cerr << "fthost: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+fthost::Invocation invocation_of(const po::variables_map& vm) {
+  fthost::Invocation inv;
+  if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
+  if (vm.count("plugin-dir")) inv.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
+  inv.verbose = vm["verbose"].as<bool>();
+  std::vector<std::string> args;
+  if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
+  if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run")) {
+    inv.command = args[0];
+    args.erase(args.begin());
+  }
+  inv.args = std::move(args);
+  return inv;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fthost::ensure_passive_openmp_wait_policy(argv);
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+
+  const po::options_description visible = visible_options();
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "");
   po::options_description all;
@@ -53,45 +104,10 @@ int main(int argc, char** argv) {
     std::cout << fthost::version_text() << "\n";
     return 0;
   }
-
-  if (vm.count("nproc-per-node")) {
-    if (std::getenv("RANK")) {
-      std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
-                << " of a launched job; give --nproc-per-node to the outer command only\n";
-      return 2;
-    }
-    std::vector<std::string> rank_args;
-    for (int i = 0; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--nproc-per-node") {
-        ++i;
-        continue;
-      }
-      if (a.rfind("--nproc-per-node=", 0) == 0) continue;
-      rank_args.push_back(a);
-    }
-    try {
-      return fthost::launch_local_ranks(vm["nproc-per-node"].as<int>(), rank_args);
-    } catch (const ft::Error& e) {
-      std::cerr << "fthost: error: " << e.what() << "\n";
-      return 2;
-    }
-  }
-
-  fthost::Invocation inv;
-  if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
-  if (vm.count("plugin-dir")) inv.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
-  inv.verbose = vm["verbose"].as<bool>();
-  std::vector<std::string> args;
-  if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
-  if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run")) {
-    inv.command = args[0];
-    args.erase(args.begin());
-  }
-  inv.args = std::move(args);
+  if (vm.count("nproc-per-node")) return launch_local(argc, argv, vm["nproc-per-node"].as<int>());
 
   try {
-    return fthost::dispatch(inv);
+    return fthost::dispatch(invocation_of(vm));
   } catch (const ft::Error& e) {
     std::cerr << "fthost: error: " << e.what() << "\n";
     return 2;

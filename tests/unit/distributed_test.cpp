@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "parallelism._component_=fthost.parallelism.ddp"},
         LaunchCase{"hsdp_2x2", "llama3_untied_ga2", 4, 1, 1,
                    "parallelism._component_=fthost.parallelism.hsdp parallelism.data_parallel_replicate_dim=2"}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 // torchtune's top-level keys configure the default FSDP (data_parallel_replicate_dim -> HSDP mesh).
 TEST(Distributed, TorchtuneTopLevelKeysConfigureTheMesh) {

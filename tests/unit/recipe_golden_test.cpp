@@ -48,9 +48,9 @@ std::vector<GoldenCase> all_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, GoldenTrajectory, ::testing::ValuesIn(all_cases()), [](const auto& info) {
-  std::string loss = info.param.loss.substr(info.param.loss.rfind('.') + 1);
-  return info.param.name + "_" + loss;
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTrajectory, ::testing::ValuesIn(all_cases()), [](const auto& param_info) {
+  std::string loss = param_info.param.loss.substr(param_info.param.loss.rfind('.') + 1);
+  return param_info.param.name + "_" + loss;
 });
 
 }  // namespace

@@ -161,7 +161,9 @@ TEST(TextDatasets, TextCompletionChunksWholeDocument) {
   Ids all;
   for (std::size_t i = 0; i < ds->size(); ++i) {
     const auto s = ds->get(i);
-    if (i + 1 < ds->size()) EXPECT_EQ(s.tokens.size(), 512u);
+    if (i + 1 < ds->size()) {
+      EXPECT_EQ(s.tokens.size(), 512u);
+    }
     EXPECT_EQ(s.labels, s.tokens);
     all.insert(all.end(), s.tokens.begin(), s.tokens.end());
   }

@@ -41,7 +41,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HuggingFaceExactness,
                          ::testing::Values(Family{"llama3", "torchtune.models.llama3.llama3_tokenizer"},
                                            Family{"qwen3", "torchtune.models.qwen2_5.qwen2_5_tokenizer"},
                                            Family{"llama2", "torchtune.models.llama2.llama2_tokenizer"}),
-                         [](const auto& info) { return info.param.dir; });
+                         [](const auto& param_info) { return param_info.param.dir; });
 
 TEST(Tokenizers, Llama3SpecialTokens) {
   auto tok = fttest::llama3_json_tokenizer();

@@ -1,7 +1,9 @@
 // Plugin ft_logger_disk: torchtune.training.metric_logging.DiskLogger. Writes
 // `<log_dir>/log_<unix time>.txt` in torchtune's text format, or one JSON object a line with
-// output_fmt = "jsonl". Each line is flushed so a killed run keeps every logged step, and a
-// line that cannot be written fails its log call with ft::Error naming the file.
+// output_fmt = "jsonl". Each line is written whole, so a killed run keeps every logged step,
+// and a line that cannot be written fails its log call with ft::Error naming the file.
+#include "append_only_file.h"
+
 #include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/metric_logger.h>
@@ -10,8 +12,6 @@
 
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
-
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
@@ -26,14 +26,22 @@ using ft::ValueType;
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
+// The log file's errors, prefixed with the logger's name as every logger's are.
+template <class Fn>
+auto with_name(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    throw ft::Error(std::string("DiskLogger: ") + e.what());
+  }
+}
+
 class DiskLogger final : public ft::MetricLogger {
  public:
-  DiskLogger(const std::string& path, bool jsonl) : path_(path), jsonl_(jsonl) {
-    file_ = std::fopen(path.c_str(), "a");
-    if (!file_) {
-      const int err = errno;
-      throw ft::Error("DiskLogger: cannot open " + path + ": " + ft::errno_text(err));
-    }
+  DiskLogger(const std::string& path, bool jsonl)
+      : file_(
+            with_name([&] { return ft_loggers::AppendOnlyFile(path, ft_loggers::AppendOnlyFile::IfExists::Append); })),
+        jsonl_(jsonl) {
     ft::log::info("DiskLogger: writing {}", path);
   }
   ~DiskLogger() override {
@@ -53,51 +61,20 @@ class DiskLogger final : public ft::MetricLogger {
       for (const auto& [name, value] : metrics) line += fmt::format("{}:{} ", name, value);
       line += "\n";
     }
-    write(line);
+    // Each line is written whole, so the step that cannot be written (or whose file was
+    // deleted, which the file checks after each write) is the one that fails.
+    with_name([&] { file_.write(line); });
   }
 
  protected:
   void on_close(int /*exit_code*/) override {
-    if (!file_) return;
-    std::FILE* file = file_;
-    file_ = nullptr;
-    // A failure a log call has thrown already is not reported twice.
-    if (std::fclose(file) != 0 && !failed_) {
-      const int err = errno;
-      throw ft::Error("DiskLogger: cannot close " + path_ + ": " + ft::errno_text(err));
-    }
+    if (file_.failed()) return file_.abandon();  // a log call has reported the failure already
+    with_name([&] { file_.close(); });
   }
 
  private:
-  // Each line is flushed, so the step that cannot be written (or whose file was deleted, which
-  // writes would not notice) is the one that fails.
-  void write(const std::string& line) {
-    if (failed_) throw ft::Error(*failed_);
-    if (!file_) throw ft::Error("DiskLogger: logging to " + path_ + " after close()");
-    if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
-      const int err = errno;
-      fail("cannot write " + path_ + ": " + ft::errno_text(err));
-    }
-    struct stat st {};
-    if (::fstat(::fileno(file_), &st) != 0) {
-      const int err = errno;
-      fail("cannot check " + path_ + ": " + ft::errno_text(err));
-    }
-    if (st.st_nlink == 0)
-      fail("cannot write " + path_ +
-           ": the file was deleted while the run was writing it (was its directory removed?); what was logged after "
-           "that is lost");
-  }
-  // Later steps would land after a partial line, so every later write fails the same way.
-  [[noreturn]] void fail(const std::string& message) {
-    failed_ = "DiskLogger: " + message;
-    throw ft::Error(*failed_);
-  }
-
-  std::string path_;
+  ft_loggers::AppendOnlyFile file_;
   bool jsonl_;
-  std::FILE* file_ = nullptr;
-  std::optional<std::string> failed_;
 };
 
 void register_components(ft::Registry& reg) {

@@ -11,11 +11,12 @@
 
 namespace ft_loggers {
 
-AppendOnlyFile::AppendOnlyFile(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+AppendOnlyFile::AppendOnlyFile(std::string path, IfExists if_exists) : path_(std::move(path)) {
+  const int exclusive = if_exists == IfExists::Refuse ? O_EXCL : 0;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | exclusive | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int err = errno;
-    throw ft::Error("cannot create " + path_ + ": " + ft::errno_text(err));
+    throw ft::Error((exclusive ? "cannot create " : "cannot open ") + path_ + ": " + ft::errno_text(err));
   }
 }
 

@@ -1,4 +1,5 @@
-// A new file that only grows: created exclusively (never truncating another run's log), written
+// A file that only grows: created exclusively (never truncating another run's log) or, where a
+// format appends to what is there (torchtune's DiskLogger), opened for appending; written
 // with whole-buffer writes so readers of a file still being written see only what was handed
 // over complete.
 //
@@ -16,8 +17,9 @@ namespace ft_loggers {
 
 class AppendOnlyFile {
  public:
-  // Throws ft::Error naming the path and errno if the file exists or cannot be made.
-  explicit AppendOnlyFile(std::string path);
+  enum class IfExists { Refuse, Append };
+  // Throws ft::Error naming the path and errno if the file cannot be made (or, with Refuse, exists).
+  explicit AppendOnlyFile(std::string path, IfExists if_exists = IfExists::Refuse);
   ~AppendOnlyFile() { abandon(); }
   AppendOnlyFile(const AppendOnlyFile&) = delete;
   AppendOnlyFile& operator=(const AppendOnlyFile&) = delete;
