@@ -22,14 +22,40 @@ std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
   return load_config_text(text.str(), path);
 }
 
+namespace {
+
+// Config keys are addressed by dotted paths (`optimizer.lr`, overrides, `${...}`), so a quoted
+// key holding a '.' could never be read, overridden or referenced: refuse it where it is written.
+void refuse_dotted_keys(const toml::node& node, const std::string& path, const std::string& source_name) {
+  if (const auto* table = node.as_table()) {
+    for (const auto& [key, value] : *table) {
+      const std::string name(key.str());
+      const std::string child = path.empty() ? name : path + "." + name;
+      if (name.find('.') != std::string::npos || name.empty())
+        throw ConfigError(source_name + ":" + std::to_string(key.source().begin.line) + ": key \"" + name + "\"" +
+                          (path.empty() ? "" : " in " + path) + (name.empty() ? " is empty" : " contains '.'") +
+                          ": config keys are addressed by dotted paths, so it could never be read");
+      refuse_dotted_keys(value, child, source_name);
+    }
+  } else if (const auto* array = node.as_array()) {
+    for (std::size_t i = 0; i < array->size(); ++i)
+      refuse_dotted_keys(*array->get(i), path + "." + std::to_string(i), source_name);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<ConfigDocument> load_config_text(const std::string& text, const std::string& source_name) {
+  toml::table root;
   try {
-    return std::make_shared<ConfigDocument>(toml::parse(text, source_name), source_name);
+    root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw ConfigError(source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                       ": invalid TOML: " + std::string(e.description()));
   }
+  refuse_dotted_keys(root, "", source_name);
+  return std::make_shared<ConfigDocument>(std::move(root), source_name);
 }
 
 namespace {
@@ -156,6 +182,7 @@ struct Interpolator {
   // Resolves the string value at a dotted path inside a table.
   void resolve_in_table(const std::string& path) {
     toml::node* node = doc.find(path);
+    if (!node || !node->is_string()) fail(path, "'" + path + "' does not name a string value");
     const std::string text = *node->value_exact<std::string>();
     if (text.find("${") == std::string::npos) return;
     if (in_progress.count(path)) fail(path, "interpolation cycle through '" + path + "'");

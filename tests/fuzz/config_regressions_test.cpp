@@ -70,3 +70,20 @@ TEST(ConfigFuzzRegressions, ReferenceChainLengthIsBounded) {
         << e.what();
   }
 }
+
+// A quoted key holding '.' cannot be addressed by a dotted path; interpolating the table it sits
+// in looked its string up by path, found nothing and dereferenced null. It is refused at load.
+TEST(ConfigFuzzRegressions, QuotedKeyWithADotIsRefusedAtLoad) {
+  try {
+    resolved("[a.\"b. c\"]\nx = \"${y}\"\ny = \"1\"\n");
+    FAIL() << "a key with '.' was accepted";
+  } catch (const ft::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.toml:1: key \"b. c\" in a contains '.'"), std::string::npos) << e.what();
+  }
+  try {
+    resolved("\"\" = 1\n");
+    FAIL() << "an empty key was accepted";
+  } catch (const ft::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("key \"\" is empty"), std::string::npos) << e.what();
+  }
+}
