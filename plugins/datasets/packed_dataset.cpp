@@ -1,10 +1,10 @@
 #include "packed_dataset.h"
 
+#include <ft/clock.h>
 #include <ft/errors.h>
 #include <ft/log.h>
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
 namespace ft_ds {
@@ -23,7 +23,7 @@ std::vector<T> head(const std::vector<T>& v, std::size_t to) {
 PackedDataset::PackedDataset(const ft::Dataset& source, PackOptions options) : options_(options) {
   const auto max = options_.max_seq_len;
   if (max <= 0) throw ft::Error("packed = true needs a max_seq_len (set it on the tokenizer)");
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = ft::Clock::now();
   seq_lens_start_.push_back(0);
   std::vector<std::int64_t> tokens, labels, input_pos, seq_lens;
   std::size_t previous_boundary = 0;
@@ -62,7 +62,7 @@ PackedDataset::PackedDataset(const ft::Dataset& source, PackOptions options) : o
   }
   if (!tokens.empty() && !stop()) add_pack(tokens, labels, input_pos, seq_lens);
   if (num_packs_ == 0) throw ft::Error("packing produced no packs: the source dataset is empty");
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs = ft::seconds_since(start);
   ft::log::info("packed {} samples into {} packs of {} tokens in {:.2f} s ({:.0f} samples/s)", source_samples_,
                 num_packs_, max, secs, secs > 0 ? static_cast<double>(source_samples_) / secs : 0.0);
 }
