@@ -16,7 +16,7 @@ namespace {
 
 class C10dCollectives final : public ft::Collectives {
  public:
-  C10dCollectives(c10::intrusive_ptr<c10d::ProcessGroup> group, int world_rank, std::chrono::milliseconds timeout)
+  C10dCollectives(c10::intrusive_ptr<c10d::ProcessGroupGloo> group, int world_rank, std::chrono::milliseconds timeout)
       : group_(std::move(group)), world_rank_(world_rank), timeout_(timeout) {}
 
   int rank() const override { return group_->getRank(); }
@@ -105,7 +105,7 @@ class C10dCollectives final : public ft::Collectives {
     const C10dCollectives* owner_;
   };
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   int world_rank_;
   std::chrono::milliseconds timeout_;
 };
@@ -118,9 +118,9 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const DistributedEnvironm
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const DistributedEnvironment& env,
-                                                  std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                      const DistributedEnvironment& env,
+                                                      std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(gloo_device(env));
   options->threads = 2;

@@ -1,5 +1,6 @@
 // ft::Collectives over LibTorch's c10d: a TCPStore rendezvous at MASTER_ADDR:MASTER_PORT and
-// ProcessGroupGloo on CPU (ProcessGroupNCCL on CUDA builds, behind ft/torch_compat.h). Every
+// ProcessGroupGloo, held as its own type: a ProcessGroup in LibTorch 1.13, a c10d Backend in 2.x,
+// with the same collectives in both (NCCL for CUDA builds is not wired yet: docs/distributed.md). Every
 // failure — a peer that exited, a collective past the timeout — becomes an ft::Error naming
 // this rank, the operation and the timeout, never a hang.
 #pragma once

@@ -25,6 +25,7 @@
 #include <ft/text.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <nlohmann/json.hpp>
 

@@ -5,6 +5,7 @@
 
 #include <ft/errors.h>
 #include <ft/text.h>
+#include <ft/torch_compat.h>
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -12,6 +13,8 @@
 
 #include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace {
 
@@ -139,7 +142,9 @@ class TorchOptimizerAdapter final : public ft::Optimizer {
  private:
   static std::string prefix(std::size_t index) { return "state." + std::to_string(index) + "."; }
   // torch::optim keys its state by the parameter's TensorImpl address (serialize.h does the same).
-  static std::string state_key(const at::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+  static auto state_key(const at::Tensor& param) {
+    return ft::compat::optimizer_state_key<std::decay_t<decltype(std::declval<TorchOptimizer&>().state())>>(param);
+  }
   std::vector<at::Tensor> parameters() const {
     std::vector<at::Tensor> out;
     for (const auto& group : impl_.param_groups())

@@ -12,6 +12,7 @@
 #include <ft/parallelism.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 

@@ -18,6 +18,7 @@
 #include <ft/torch_compat.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 

@@ -1,6 +1,7 @@
 #include "chrome_trace.h"
 
 #include <fmt/format.h>
+#include <ft/torch_compat.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -27,7 +28,7 @@ std::string chrome_trace_json(const std::vector<torch::autograd::profiler::Kinet
     Json event = {{"name", e.name()},
                   {"pid", pid},
                   {"tid", static_cast<std::int64_t>(e.startThreadId())},
-                  {"ts", static_cast<std::int64_t>(e.startUs())}};
+                  {"ts", ft::compat::event_start_us(e)}};
     Json args = Json::object();
     if (is_memory_record(e)) {
       event["ph"] = "i";
@@ -39,7 +40,7 @@ std::string chrome_trace_json(const std::vector<torch::autograd::profiler::Kinet
     } else {
       event["ph"] = "X";
       event["cat"] = "cpu_op";
-      event["dur"] = static_cast<std::int64_t>(e.durationUs());
+      event["dur"] = ft::compat::event_duration_us(e);
       if (e.hasShapes()) {
         Json shapes = Json::array();
         for (const auto& s : e.shapes()) shapes.push_back(s);
@@ -77,7 +78,7 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
     if (is_memory_record(e)) continue;
     auto& t = by_name[e.name()];
     ++t.calls;
-    t.total_us += e.durationUs();
+    t.total_us += static_cast<std::uint64_t>(ft::compat::event_duration_us(e));
   }
   std::vector<std::pair<std::string, Totals>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(),

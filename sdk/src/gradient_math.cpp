@@ -1,6 +1,7 @@
 #include <ft/gradient_math.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 

@@ -9,6 +9,7 @@
 #include <ft/model.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
