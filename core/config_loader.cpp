@@ -1,6 +1,7 @@
 #include "config_loader.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <cerrno>
 #include <cstring>
@@ -16,7 +17,10 @@ using ft::detail::ConfigDocument;
 
 std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
+  if (!in) {
+    const int err = errno;
+    throw ConfigError(path + ": cannot open config file: " + ft::errno_text(err));
+  }
   std::stringstream text;
   text << in.rdbuf();
   return load_config_text(text.str(), path);

@@ -2,6 +2,7 @@
 
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/text.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -25,7 +26,7 @@ void remember_signal(int sig) { forwarded_signal = sig; }
 // A port the kernel considers free right now; the ranks' TCPStore binds it moments later.
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw ft::Error(std::string("launcher: socket(): ") + std::strerror(errno));
+  if (fd < 0) throw ft::Error("launcher: socket(): " + ft::errno_text(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -34,7 +35,7 @@ int free_loopback_port() {
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     close(fd);
-    throw ft::Error(std::string("launcher: cannot find a free port: ") + std::strerror(errno));
+    throw ft::Error("launcher: cannot find a free port: " + ft::errno_text(errno));
   }
   const int port = ntohs(addr.sin_port);
   close(fd);
@@ -57,7 +58,7 @@ int exit_code_of(int status) {
 
 pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& args) {
   const pid_t pid = fork();
-  if (pid < 0) throw ft::Error(std::string("launcher: fork(): ") + std::strerror(errno));
+  if (pid < 0) throw ft::Error("launcher: fork(): " + ft::errno_text(errno));
   if (pid > 0) return pid;
   // Child: its own process group would hide terminal signals; stay in ours so Ctrl-C reaches it.
   setenv("RANK", std::to_string(rank).c_str(), 1);

@@ -1,10 +1,10 @@
 #include "data_source.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,10 +18,11 @@ namespace fs = std::filesystem;
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
+    const int err = errno;  // before anything below allocates
     std::string where = path;
     if (!path.empty() && path[0] != '/')
       where += " (relative to the working directory " + fs::current_path().string() + ")";
-    throw ft::Error(where + ": cannot open dataset file: " + std::strerror(errno));
+    throw ft::Error(where + ": cannot open dataset file: " + ft::errno_text(err));
   }
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -1,7 +1,7 @@
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,10 +13,11 @@ namespace ft_tok {
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
+    const int err = errno;  // before anything below allocates
     std::string where = path;
     if (!path.empty() && path[0] != '/')
       where += " (relative to the working directory " + std::filesystem::current_path().string() + ")";
-    throw ft::Error(where + ": cannot open " + what + ": " + std::strerror(errno));
+    throw ft::Error(where + ": cannot open " + what + ": " + ft::errno_text(err));
   }
   std::ostringstream ss;
   ss << in.rdbuf();
