@@ -27,6 +27,13 @@ at::Tensor shifted_targets(const at::Tensor& labels, std::int64_t ignore_index) 
   return at::cat({labels.slice(1, 1), ignored}, 1);
 }
 
+void check_tokens(std::int64_t tokens, std::int64_t step) {
+  if (tokens == 0)
+    throw ft::Error("step " + std::to_string(step) +
+                    ": every label of the step is ignored (-100), so there is no loss to normalise by; "
+                    "check the dataset's label masking (train_on_input) and max_seq_len");
+}
+
 std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
   std::int64_t n = 0;
   for (const auto& p : params) n += p.numel();
@@ -51,7 +58,7 @@ void FullFinetuneRecipe::setup() {
   setup_metric_loggers();
   setup_model();
   setup_tokenizer();
-  optimizer_ = registry_.instantiate<ft::Optimizer>(root_.table("optimizer"), {trainable_});
+  setup_optimizer();
   loss_ = registry_.instantiate<ft::Loss>(root_.table("loss"));
   setup_data();
   setup_lr_scheduler();
@@ -120,6 +127,20 @@ void FullFinetuneRecipe::setup_tokenizer() {
   if (tokenizer_->vocab_size() > model_->vocab_size())
     root_.fail("tokenizer", "the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                                 " tokens but the model embeds only " + std::to_string(model_->vocab_size()));
+}
+
+// optimizer_in_bwd: the seed's optim_dict, one optimizer per trainable tensor, each stepped by
+// the strategy's report that its gradient is final.
+void FullFinetuneRecipe::setup_optimizer() {
+  if (!s_.optimizer_in_bwd) {
+    optimizer_ = registry_.instantiate<ft::Optimizer>(root_.table("optimizer"), {trainable_});
+    return;
+  }
+  optimizer_in_backward_ = std::make_shared<OptimizerInBackward>(registry_, root_.table("optimizer"), trainable_);
+  optimizer_ = optimizer_in_backward_;
+  parallelism_->set_gradient_ready_callback(
+      [optimizer = optimizer_in_backward_](std::size_t index) { optimizer->step_parameter(index); });
+  ft::log::info("optimizer in backward: {} optimizers, one per trainable tensor", optimizer_in_backward_->size());
 }
 
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
@@ -194,9 +215,11 @@ void FullFinetuneRecipe::train() {
 FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches& micro_batches) {
   const auto start = ft::Clock::now();
   const std::int64_t ignore_index = loss_->ignore_index();
+  const bool in_backward = s_.optimizer_in_bwd;  // then exactly one micro-batch (settings refuse more)
   // Summed on the device: no host synchronisation until the step's totals are needed.
   at::Tensor rank_loss = at::zeros({}, at::TensorOptions(at::kFloat).device(s_.device));
   at::Tensor rank_tokens = at::zeros({}, at::TensorOptions(at::kLong).device(s_.device));
+  StepTotals step;
   for (std::size_t i = 0; i < micro_batches.size(); ++i) {
     std::vector<ft::Sample> samples;
     samples.reserve(micro_batches[i].size());
@@ -205,10 +228,15 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
     rank_tokens += targets.ne(ignore_index).sum();
+    // Stepping in backward needs normalised gradients as they arrive, so the step's token
+    // count is summed over the ranks before forward (the seed does it before backward).
+    if (in_backward) step.tokens = total_tokens(rank_tokens);
     parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches.size());
     const at::Tensor loss = loss_sum(batch, targets);
     rank_loss += loss.detach().to(at::kFloat);
-    loss.backward();
+    // Gradients arrive summed over ranks: 1 / tokens normalises them (the seed's dp / tokens
+    // with its averaging FSDP).
+    (in_backward ? loss * (1.0 / static_cast<double>(step.tokens)) : loss).backward();
     parallelism_->end_micro_batch();
   }
 
@@ -216,22 +244,33 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   // the logged loss means.
   at::Tensor totals = at::stack({rank_tokens.to(at::kCPU, at::kDouble), rank_loss.to(at::kCPU, at::kDouble)});
   parallelism_->all_reduce_sum(totals);
-  StepTotals step;
   step.tokens = static_cast<std::int64_t>(totals[0].item<double>());
-  if (step.tokens == 0)
-    throw ft::Error("step " + std::to_string(global_step_ + 1) +
-                    ": every label of the step is ignored (-100), so there is no loss to normalise by; "
-                    "check the dataset's label masking (train_on_input) and max_seq_len");
+  check_tokens(step.tokens, global_step_ + 1);
   step.loss = totals[1].item<double>() / static_cast<double>(step.tokens);
-  // Gradients arrive summed over ranks, so one division normalises them.
-  parallelism_->scale_gradients(1.0 / static_cast<double>(step.tokens));
-  if (s_.clip_grad_norm) step.grad_norm = parallelism_->clip_grad_norm(*s_.clip_grad_norm);
-  optimizer_->step();
-  optimizer_->zero_grad(true);
+  if (!in_backward) {
+    // Gradients arrive summed over ranks, so one division normalises them.
+    parallelism_->scale_gradients(1.0 / static_cast<double>(step.tokens));
+    if (s_.clip_grad_norm) step.grad_norm = parallelism_->clip_grad_norm(*s_.clip_grad_norm);
+    optimizer_->step();
+    optimizer_->zero_grad(true);
+  }
   if (scheduler_) scheduler_->step();
   if (profiler_) profiler_->step();
   step.seconds = ft::seconds_since(start);
+  if (in_backward && !reported_gradients_alive_) {
+    reported_gradients_alive_ = true;
+    ft::log::info("optimizer in backward: at most {} of {} trainable tensors held a gradient when one stepped",
+                  optimizer_in_backward_->most_gradients_alive(), optimizer_in_backward_->size());
+  }
   return step;
+}
+
+std::int64_t FullFinetuneRecipe::total_tokens(const at::Tensor& rank_tokens) {
+  at::Tensor tokens = rank_tokens.to(at::kCPU, at::kDouble).reshape({1});
+  parallelism_->all_reduce_sum(tokens);
+  const auto total = static_cast<std::int64_t>(tokens.item<double>());
+  check_tokens(total, global_step_ + 1);
+  return total;
 }
 
 at::Tensor FullFinetuneRecipe::loss_sum(const ft::Batch& batch, const at::Tensor& targets) {

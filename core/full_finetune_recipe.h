@@ -9,6 +9,7 @@
 #include "checkpoint_manager.h"
 #include "distributed_environment.h"
 #include "distributed_sampler.h"
+#include "optimizer_in_backward.h"
 #include "progress_line.h"
 #include "training_settings.h"
 
@@ -64,11 +65,14 @@ class FullFinetuneRecipe {
   void setup_metric_loggers();
   void setup_model();
   void setup_tokenizer();
+  void setup_optimizer();
   void setup_data();
   void setup_lr_scheduler();
 
   // Forward and backward over the micro-batches of one optimizer step, then the step itself.
   StepTotals train_step(const MicroBatches& micro_batches);
+  // The step's token count summed over the data-parallel ranks; throws when it is 0.
+  std::int64_t total_tokens(const at::Tensor& rank_tokens);
   // The loss summed over `targets`' tokens; the model's outputs are freed before it returns.
   at::Tensor loss_sum(const ft::Batch& batch, const at::Tensor& targets);
   void log_step(std::int64_t epoch, const StepTotals& totals);
@@ -95,6 +99,7 @@ class FullFinetuneRecipe {
   std::shared_ptr<ft::Collate> collate_;
   std::shared_ptr<ft::Loss> loss_;
   std::shared_ptr<ft::Optimizer> optimizer_;
+  std::shared_ptr<OptimizerInBackward> optimizer_in_backward_;  // optimizer_in_bwd: also optimizer_
   std::shared_ptr<ft::LRScheduler> scheduler_;
   std::shared_ptr<ft::Profiler> profiler_;
   std::vector<at::Tensor> trainable_;  // what the optimizer steps: parameters, or this rank's shards
@@ -109,6 +114,7 @@ class FullFinetuneRecipe {
   std::int64_t global_step_ = 0;
   std::int64_t first_epoch_ = 0;
   std::int64_t resumed_micro_batches_ = 0;  // of first_epoch_, always whole optimizer steps
+  bool reported_gradients_alive_ = false;   // optimizer_in_bwd: logged after the run's first step
 };
 
 // Runs the recipe from setup to cleanup; the process's exit code.

@@ -30,7 +30,7 @@ const ft::Schema& recipe_schema() {
         .optional("num_threads", ValueType::Int, "0", "intra-op and OpenBLAS threads (0: all cores of this rank)")
         .optional("collate_fn", ValueType::String, "", "torchtune spelling of the [collate] component")
         .optional("optimizer_in_bwd", ValueType::Bool, "false",
-                  "fuse the optimizer step into backward (not implemented)")
+                  "step each parameter in backward as soon as its gradient is final, then free the gradient")
         .optional("enable_activation_checkpointing", ValueType::Bool, "false",
                   "recompute activations (not implemented)")
         .optional("enable_activation_offloading", ValueType::Bool, "false",

@@ -54,7 +54,7 @@ std::int64_t positive(const ft::ConfigNode& root, const char* key) {
 
 void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s) {
   if (root.get<bool>("optimizer_in_bwd", false)) {
-    // The seed's incompatibilities first, with its wording, then our own limit.
+    // The seed's incompatibilities, with its wording.
     if (s.clip_grad_norm)
       root.fail("optimizer_in_bwd",
                 "Gradient clipping is not supported with optimizer in bwd. "
@@ -63,7 +63,6 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
       root.fail("optimizer_in_bwd",
                 "Gradient accumulation is not supported with optimizer in bwd. "
                 "Please set gradient_accumulation_steps=1, or optimizer_in_bwd=False.");
-    root.fail("optimizer_in_bwd", "the optimizer step fused into backward is not implemented yet; set it to false");
   }
   const bool checkpointing = root.get<bool>("enable_activation_checkpointing", false);
   if (root.get<bool>("enable_activation_offloading", false)) {
@@ -140,6 +139,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   if (!(timeout_s > 0)) root.fail("distributed_timeout_s", "expected a positive number of seconds");
   s.distributed_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
   s.checkpoint = read_checkpoint_settings(root, s);
+  s.optimizer_in_bwd = root.get<bool>("optimizer_in_bwd", false);
   refuse_unimplemented(root, s);
   return s;
 }

@@ -35,6 +35,9 @@ struct TrainingSettings {
   // Unset: no clipping and no grad_norm logged. Infinity: the norm is logged, nothing clipped.
   std::optional<double> clip_grad_norm;
   bool shuffle = true;
+  // Each parameter steps as soon as its gradient is final in backward (no clipping, no
+  // gradient accumulation: the seed's rules).
+  bool optimizer_in_bwd = false;
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::int64_t log_every_n_steps = 1;

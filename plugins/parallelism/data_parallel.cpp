@@ -2,6 +2,10 @@
 // unit by unit (one bucket per transformer layer, then the root), each bucket's all-reduce
 // started as soon as autograd has finished that layer, so communication overlaps the rest of
 // the backward pass. Micro-batches that do not end an optimizer step accumulate locally.
+// A local gradient is freed once copied into its bucket. With the optimizer in backward, each
+// launch first finishes the buckets launched before it (wait, step, free), so at most the newest
+// bucket's reduced gradient is alive beside the layers autograd is still working on; release is
+// per bucket (one layer), not per parameter, since a bucket is one all-reduce.
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
@@ -38,6 +42,14 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
     for (auto& group : groups_)
       for (auto& p : group.parameters) world_->broadcast(p, 0);
     params_ = model.module().parameters();
+    trainable_indices_.clear();
+    for (const auto& group : groups_) {
+      std::vector<std::size_t> indices;
+      for (const auto& p : group.parameters)
+        for (std::size_t i = 0; i < params_.size(); ++i)
+          if (params_[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
+      trainable_indices_.push_back(std::move(indices));
+    }
     model.set_unit_hooks(this);
     return params_;
   }
@@ -63,15 +75,7 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   void end_micro_batch() override {
     if (!syncing_) return;
     for (std::size_t u = 0; u < groups_.size(); ++u) launch(u);
-    at::NoGradGuard no_grad;
-    for (auto& bucket : in_flight_) {
-      bucket.work->wait();
-      std::int64_t offset = 0;
-      for (auto& p : groups_[bucket.unit].parameters) {
-        p.mutable_grad() = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
-        offset += p.numel();
-      }
-    }
+    for (auto& bucket : in_flight_) finish(bucket);
     in_flight_.clear();
   }
 
@@ -81,6 +85,7 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   double clip_grad_norm(double max_norm) override { return ft::clip_grad_norm(params_, max_norm); }
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
   std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
+  void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
 
  private:
   struct Bucket {
@@ -97,18 +102,38 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
     if (params.empty()) return;
     at::Tensor flat = at::zeros({total_numel(params)}, params[0].options().requires_grad(false));
     std::int64_t offset = 0;
-    for (const auto& p : params) {
+    for (auto p : params) {
       if (p.grad().defined()) flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
+      p.mutable_grad() = at::Tensor();  // the bucket holds it now
       offset += p.numel();
     }
     auto work = world_->all_reduce_sum_async(flat);
     in_flight_.push_back({unit, flat, std::move(work)});
+    if (ready_) {
+      for (std::size_t b = 0; b + 1 < in_flight_.size(); ++b) finish(in_flight_[b]);
+      in_flight_.erase(in_flight_.begin(), in_flight_.end() - 1);
+    }
+  }
+
+  // Waits for the bucket's all-reduce; its parameters' .grad become views of the reduced sum.
+  void finish(Bucket& bucket) {
+    bucket.work->wait();
+    at::NoGradGuard no_grad;
+    std::int64_t offset = 0;
+    for (auto p : groups_[bucket.unit].parameters) {
+      p.mutable_grad() = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
+      offset += p.numel();
+    }
+    if (ready_)
+      for (std::size_t index : trainable_indices_[bucket.unit]) ready_(index);
   }
 
   std::shared_ptr<ft::Collectives> world_;
   ft::Model* model_ = nullptr;
   std::vector<ParameterGroup> groups_;
   std::vector<at::Tensor> params_;
+  std::vector<std::vector<std::size_t>> trainable_indices_;  // per group: its parameters' indices in params_
+  GradientReadyCallback ready_;
   std::vector<bool> launched_;
   std::vector<Bucket> in_flight_;
   bool syncing_ = true;

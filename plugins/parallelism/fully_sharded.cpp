@@ -5,7 +5,9 @@
 // state. A unit's full parameters are gathered just before its forward and freed after it
 // (reshard_after_forward), gathered again just before its backward, and its gradients are
 // reduce-scattered as soon as its backward is done. HSDP adds a replicate dimension: the
-// shards' gradients are then summed across the replica groups.
+// shards' gradients are then summed across the replica groups. With the optimizer in backward a
+// unit's shard is stepped right after its reduce-scatter and its gradient freed: no rank ever
+// holds more than the units autograd is working on plus the root's.
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
@@ -128,7 +130,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   // gradient before moving on); `unit` is about to start its own.
   void before_unit_backward(std::size_t unit) override {
     if (unit + 1 < root_ && units_[unit + 1].gradients_pending) {
-      reduce_gradients(units_[unit + 1]);
+      reduce_gradients(unit + 1);
       reshard(unit + 1);
     }
     gather(unit);
@@ -137,7 +139,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
 
   void end_micro_batch() override {
     for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (units_[u].gradients_pending || u == root_) reduce_gradients(units_[u]);
+      if (units_[u].gradients_pending || u == root_) reduce_gradients(u);
       reshard(u);
     }
   }
@@ -168,6 +170,9 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
 
   std::int64_t local_parameter_bytes() const override { return total_bytes(shards_); }
 
+  // A unit's index is its shard's index in what parallelize() returned.
+  void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
+
  private:
   void gather(std::size_t index) {
     ShardedUnit& u = units_[index];
@@ -188,7 +193,8 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     u.gathered = false;
   }
 
-  void reduce_gradients(ShardedUnit& u) {
+  void reduce_gradients(std::size_t index) {
+    ShardedUnit& u = units_[index];
     at::NoGradGuard no_grad;
     at::Tensor flat = at::zeros({u.full.numel()}, u.shard.options().requires_grad(false));
     std::int64_t offset = 0;
@@ -213,6 +219,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     } else {
       u.shard.mutable_grad() = local;
     }
+    if (ready_) ready_(index);
   }
 
   std::shared_ptr<ft::Collectives> world_;
@@ -224,6 +231,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   std::vector<ShardedUnit> units_;
   std::vector<at::Tensor> shards_;
   std::size_t root_ = 0;
+  GradientReadyCallback ready_;
 };
 
 ft::Schema sharded_schema(bool hybrid) {

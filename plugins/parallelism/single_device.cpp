@@ -1,4 +1,6 @@
-// fthost.parallelism.single: one rank, nothing to communicate.
+// fthost.parallelism.single: one rank, nothing to communicate. For the optimizer in backward a
+// parameter's gradient is final the moment autograd accumulates it: a post hook on each
+// parameter's gradient accumulator reports it there (torch's post-accumulate-grad hook).
 #include "model_units.h"
 #include "parallelism_components.h"
 
@@ -6,7 +8,13 @@
 #include <ft/parallelism.h>
 #include <ft/registry.h>
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include <cmath>
+#include <cstdint>
+#include <memory>
 
 namespace ft_parallelism {
 
@@ -20,7 +28,7 @@ class SingleDevice final : public ft::Parallelism {
     params_ = model.module().parameters();
     return params_;
   }
-  void begin_micro_batch(bool) override {}
+  void begin_micro_batch(bool syncs_gradients) override { syncing_ = syncs_gradients; }
   void end_micro_batch() override {}
   void all_reduce_sum(at::Tensor&) override {}
   void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
@@ -28,8 +36,34 @@ class SingleDevice final : public ft::Parallelism {
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
   std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
 
+  void set_gradient_ready_callback(GradientReadyCallback ready) override {
+    ready_ = std::move(ready);
+    if (!hooks_.empty()) return;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      // Held here: a parameter keeps its accumulator only weakly, and a new one would lack the hook.
+      auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+      const auto key = accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+          [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+            if (syncing_ && ready_) ready_(i);
+            return outputs;
+          }));
+      hooks_.push_back({std::move(accumulator), key});
+    }
+  }
+
+  ~SingleDevice() override {
+    for (auto& hook : hooks_) hook.accumulator->del_post_hook(hook.key);
+  }
+
  private:
+  struct AccumulatorHook {
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    std::uintptr_t key;
+  };
   std::vector<at::Tensor> params_;
+  GradientReadyCallback ready_;
+  bool syncing_ = true;
+  std::vector<AccumulatorHook> hooks_;
 };
 
 }  // namespace

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <ft/collectives.h>
+#include <ft/errors.h>
 #include <ft/kind.h>
 #include <ft/model.h>
 
 #include <c10/core/Device.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -58,6 +60,19 @@ class Parallelism {
   // True when each rank's optimizer steps a different slice of the model (FSDP), so every
   // rank's optimizer state belongs in a checkpoint; false when rank 0's is the whole state.
   virtual bool shards_optimizer_state() const { return false; }
+
+  // Optimizer in backward (optimizer_in_bwd): once set, in every micro-batch that syncs
+  // gradients, `ready(i)` is called as soon as trainable tensor i's (reduced) gradient is final
+  // (i indexes what parallelize() returned), during backward or at the latest in
+  // end_micro_batch(). The callee steps tensor i and may free its .grad; the strategy does not
+  // touch that gradient again. Under DDP / FSDP every index is called exactly once per such
+  // micro-batch (a tensor without a local gradient gets the others' reduced one); on one device
+  // a parameter that received no gradient is not called, as torch's optimizers skip a None grad.
+  using GradientReadyCallback = std::function<void(std::size_t trainable_index)>;
+  virtual void set_gradient_ready_callback(GradientReadyCallback ready) {
+    (void)ready;
+    throw Error("this parallelism strategy cannot run the optimizer in backward (optimizer_in_bwd)");
+  }
 
   // Bytes of parameters, gradients and optimizer-visible tensors this rank holds persistently.
   virtual std::int64_t local_parameter_bytes() const = 0;
