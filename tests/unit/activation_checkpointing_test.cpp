@@ -1,5 +1,8 @@
 // Activation checkpointing: ft::checkpointed itself (gradients, dropout's random mask, what the
-// graph keeps).
+// graph keeps), and whole runs through the fthost binary that checkpoint every layer or every
+// second layer and must train exactly as the same run without checkpointing, on one rank, with
+// FSDP and with DDP; the config refusals name their key.
+#include "golden_cases.h"
 #include "test_helpers.h"
 
 #include <ft/activation_checkpointing.h>
@@ -8,10 +11,13 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <regex>
 #include <set>
 #include <vector>
 
 namespace {
+
+using namespace fttest::golden;
 
 // ---- ft::checkpointed -------------------------------------------------------------------------
 
@@ -137,6 +143,134 @@ TEST(Checkpointed, WithoutGradModeRunsThePlainStep) {
   const at::Tensor out = ft::checkpointed([&net](const at::Tensor& x) { return net.step(x); }, input);
   EXPECT_FALSE(out.requires_grad());
   EXPECT_TRUE(at::equal(out, net.step(input)));
+}
+
+// ---- whole runs --------------------------------------------------------------------------------
+
+const char* kLoss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
+
+struct FinishedRun {
+  std::string out;
+  fttest::CommandResult result;
+};
+
+FinishedRun run_case(const std::string& case_name, int ranks, int batch_size, int grad_accum,
+                     const std::string& overrides) {
+  FinishedRun r;
+  r.out = fttest::temp_dir();
+  const std::string config =
+      fttest::write_temp("run.toml", config_for(case_name, kLoss, r.out, batch_size, grad_accum));
+  const std::string launch = ranks > 1 ? "--nproc-per-node " + std::to_string(ranks) + " " : "";
+  r.result = fttest::run_fthost(launch + "--config " + config + " " + overrides);
+  return r;
+}
+
+// Checkpointing changes where activations live, not what is computed: the recompute runs the
+// same float32 operations in the same order on the same values, so every logged loss and grad
+// norm and every saved weight must be equal bit for bit to the run without it.
+void expect_same_training(const FinishedRun& reference, const FinishedRun& checkpointed) {
+  ASSERT_EQ(reference.result.exit_code, 0) << reference.result.output;
+  ASSERT_EQ(checkpointed.result.exit_code, 0) << checkpointed.result.output;
+  const auto expected = read_jsonl(reference.out + "/logs/metrics.jsonl");
+  const auto logged = read_jsonl(checkpointed.out + "/logs/metrics.jsonl");
+  ASSERT_EQ(logged.size(), expected.size());
+  ASSERT_FALSE(logged.empty());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    EXPECT_EQ(logged[i].at("loss").get<double>(), expected[i].at("loss").get<double>());
+    EXPECT_EQ(logged[i].at("grad_norm").get<double>(), expected[i].at("grad_norm").get<double>());
+    EXPECT_EQ(logged[i].at("num_tokens").get<double>(), expected[i].at("num_tokens").get<double>());
+  }
+  const auto reference_weights = read_saved_model(reference.out + "/epoch_0");
+  const auto weights = read_saved_model(checkpointed.out + "/epoch_0");
+  ASSERT_EQ(weights.size(), reference_weights.size());
+  for (const auto& [name, values] : reference_weights) {
+    auto it = weights.find(name);
+    ASSERT_NE(it, weights.end()) << name;
+    EXPECT_TRUE(it->second == values) << name << " differs";
+  }
+}
+
+// How many of how many layers the run said it checkpoints.
+std::string checkpointed_layers(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex("activation checkpointing: (\\d+ of \\d+) layers"))) return "none";
+  return m[1];
+}
+
+// llama31_tied_clip: 3 layers, tied embedding, clipping, shuffled data.
+TEST(ActivationCheckpointingRun, SingleRankTrainsExactlyAsWithout) {
+  const FinishedRun reference = run_case("llama31_tied_clip", 1, 0, 0, "");
+  EXPECT_EQ(checkpointed_layers(reference.result.output), "none");
+
+  const FinishedRun every_layer = run_case("llama31_tied_clip", 1, 0, 0, "enable_activation_checkpointing=true");
+  EXPECT_EQ(checkpointed_layers(every_layer.result.output), "3 of 3") << every_layer.result.output;
+  expect_same_training(reference, every_layer);
+
+  // torchtune's counter: layers 2, 4, ... counting from 1, so only layer 1 (0-based) of three.
+  const FinishedRun every_second = run_case("llama31_tied_clip", 1, 0, 0, "ac_mode=selective ac_option=2");
+  EXPECT_EQ(checkpointed_layers(every_second.result.output), "1 of 3") << every_second.result.output;
+  expect_same_training(reference, every_second);
+
+  // Matches torchtune's own trajectory as well (the fixtures' tolerances).
+  expect_matches_golden("llama31_tied_clip", every_layer.out, every_layer.result.output);
+}
+
+// FSDP frees a layer's gathered parameters after forward and gathers them again when the
+// layer's backward starts, before the checkpointed recompute reads them.
+TEST(ActivationCheckpointingRun, FsdpTwoRanksTrainsExactlyAsWithout) {
+  const std::string fsdp = "parallelism._component_=fthost.parallelism.fsdp ";
+  const FinishedRun reference = run_case("llama3_untied_ga2", 2, 2, 1, fsdp);
+  const FinishedRun every_layer = run_case("llama3_untied_ga2", 2, 2, 1, fsdp + "enable_activation_checkpointing=true");
+  EXPECT_EQ(checkpointed_layers(every_layer.result.output), "2 of 2") << every_layer.result.output;
+  expect_same_training(reference, every_layer);
+  const FinishedRun every_second = run_case("llama3_untied_ga2", 2, 2, 1, fsdp + "ac_mode=selective ac_option=2");
+  EXPECT_EQ(checkpointed_layers(every_second.result.output), "1 of 2") << every_second.result.output;
+  expect_same_training(reference, every_second);
+  expect_matches_golden("llama3_untied_ga2", every_layer.out, every_layer.result.output);
+}
+
+// DDP launches a layer's gradient all-reduce when the backward of the layer before it starts.
+TEST(ActivationCheckpointingRun, DdpTwoRanksTrainsExactlyAsWithout) {
+  const std::string ddp = "parallelism._component_=fthost.parallelism.ddp ";
+  const FinishedRun reference = run_case("llama3_untied_ga2", 2, 1, 2, ddp);
+  const FinishedRun every_layer = run_case("llama3_untied_ga2", 2, 1, 2, ddp + "ac_mode=full");
+  EXPECT_EQ(checkpointed_layers(every_layer.result.output), "2 of 2") << every_layer.result.output;
+  expect_same_training(reference, every_layer);
+}
+
+// ---- configuration ---------------------------------------------------------------------------
+
+// `fthost validate` reads the keys as the run does; each refusal names its key.
+TEST(ActivationCheckpointingConfig, RefusalsNameTheirKey) {
+  const std::string config = fttest::write_temp("run.toml", config_for("llama3_untied_ga2", kLoss, "/tmp/unused"));
+  auto validate = [&](const std::string& overrides) {
+    return fttest::run_fthost("validate --config " + config + " " + overrides);
+  };
+
+  EXPECT_EQ(validate("enable_activation_checkpointing=true").exit_code, 0);
+  EXPECT_EQ(validate("ac_mode=selective ac_option=3").exit_code, 0);
+  EXPECT_EQ(validate("ac_mode=none").exit_code, 0);
+
+  struct Refusal {
+    std::string overrides, key, words;
+  };
+  const std::vector<Refusal> refusals = {
+      {"enable_activation_checkpointing=true ac_mode=full", "ac_mode", "enable_activation_checkpointing = true"},
+      {"ac_mode=sometimes", "ac_mode", "\"full\" (every layer), \"selective\""},
+      {"ac_mode=selective", "ac_option", "needs ac_option"},
+      {"ac_mode=selective ac_option=-1", "ac_option",
+       "Selective layer AC policy (every_x_layer) expects a positive integer, received -1"},
+      {"ac_mode=selective ac_option=op", "ac_option", "op-level selective activation checkpointing"},
+      {"ac_mode=selective ac_option=often", "ac_option", "got \"often\""},
+  };
+  for (const Refusal& r : refusals) {
+    SCOPED_TRACE(r.overrides);
+    const auto result = validate(r.overrides);
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find(r.key + ":"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find(r.words), std::string::npos) << result.output;
+  }
 }
 
 }  // namespace
