@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <string>
@@ -115,10 +116,26 @@ void FullFinetuneRecipe::setup_model() {
   }
   const bool loaded = resume_ || checkpointer_->load_model(*model_);
   const std::int64_t num_parameters = count_parameters(model_->module().parameters());
+  apply_activation_checkpointing();
   trainable_ = parallelism_->parallelize(*model_);
   ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
                 loaded ? "weights from the checkpoint" : "random initialisation (seed " + std::to_string(s_.seed) + ")",
                 c10::toString(s_.dtype), ft::seconds_since(start));
+}
+
+// Before parallelize, as torchtune wraps the layers before FSDP does.
+void FullFinetuneRecipe::apply_activation_checkpointing() {
+  const ActivationCheckpointingSettings& ac = s_.activation_checkpointing;
+  if (ac.every_nth_layer < 1) return;
+  const std::int64_t num_layers = model_->num_checkpointable_layers();
+  const std::vector<bool> layers = ac.layers(num_layers);
+  try {
+    model_->set_activation_checkpointing(layers);
+  } catch (const ft::Error& e) {
+    throw ft::ConfigError(ac.key + ": " + e.what());
+  }
+  ft::log::info("activation checkpointing: {} of {} layers recompute their activations in backward",
+                std::count(layers.begin(), layers.end(), true), num_layers);
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {

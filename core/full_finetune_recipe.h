@@ -64,6 +64,7 @@ class FullFinetuneRecipe {
   void setup_process_groups();
   void setup_metric_loggers();
   void setup_model();
+  void apply_activation_checkpointing();
   void setup_tokenizer();
   void setup_optimizer();
   void setup_data();

@@ -32,7 +32,13 @@ const ft::Schema& recipe_schema() {
         .optional("optimizer_in_bwd", ValueType::Bool, "false",
                   "step each parameter in backward as soon as its gradient is final, then free the gradient")
         .optional("enable_activation_checkpointing", ValueType::Bool, "false",
-                  "recompute activations (not implemented)")
+                  "every transformer layer keeps only its input and recomputes its activations in backward")
+        .optional("ac_mode", ValueType::String, "",
+                  "with enable_activation_checkpointing = false: \"full\" (every layer), \"selective\" "
+                  "(the layers ac_option chooses) or \"none\"")
+        .optional("ac_option", ValueType::Any, "",
+                  "ac_mode = \"selective\": integer k checkpoints every k-th layer (0: every layer); "
+                  "\"op\" is not supported")
         .optional("enable_activation_offloading", ValueType::Bool, "false",
                   "offload activations (CUDA; not implemented)")
         .optional("enable_async_checkpointing", ValueType::Bool, "false",

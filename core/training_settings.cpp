@@ -5,7 +5,9 @@
 #include <ft/errors.h>
 #include <ft/log.h>
 
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 
 namespace fthost {
@@ -74,13 +76,62 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
                 "enable_activation_offloading should only be True when enable_activation_checkpointing is True");
     root.fail("enable_activation_offloading", "activation offloading is not implemented yet; set it to false");
   }
-  if (checkpointing)
-    root.fail("enable_activation_checkpointing", "activation checkpointing is not implemented yet; set it to false");
   if (root.get<bool>("compile", false))
     ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
   if (const auto tp = root.get<std::int64_t>("tensor_parallel_dim"); tp != 1)
     root.fail("tensor_parallel_dim",
               "tensor parallelism is not implemented yet; set it to 1 (got " + std::to_string(tp) + ")");
+}
+
+// ac_option: an integer k, or (as torchtune's int() reads it) a string holding one.
+std::int64_t read_every_x_layer(const ft::ConfigNode& root) {
+  if (!root.has("ac_option"))
+    root.fail("ac_option",
+              "ac_mode = \"selective\" needs ac_option: an integer k >= 0 (checkpoint every k-th layer; 0: every "
+              "layer)");
+  if (const auto k = optional_as<std::int64_t>(root, "ac_option")) return *k;
+  const std::optional<std::string> text = optional_as<std::string>(root, "ac_option");
+  if (text && *text == "op")
+    root.fail("ac_option",
+              "\"op\" (op-level selective activation checkpointing) needs PyTorch's selective checkpoint "
+              "policies, which LibTorch does not have; use an integer k to checkpoint every k-th layer");
+  if (text) {
+    std::size_t used = 0;
+    try {
+      const std::int64_t k = std::stoll(*text, &used);
+      if (used == text->size()) return k;
+    } catch (const std::exception&) {
+    }
+  }
+  root.fail("ac_option", "expected an integer k >= 0 (checkpoint every k-th layer; 0: every layer)" +
+                             (text ? ", got \"" + *text + "\"" : std::string()));
+}
+
+// torchtune's two spellings: the older enable_activation_checkpointing (every layer), and
+// ac_mode / ac_option, read only when enable_activation_checkpointing is false.
+ActivationCheckpointingSettings read_activation_checkpointing(const ft::ConfigNode& root) {
+  const bool enabled = root.get<bool>("enable_activation_checkpointing", false);
+  const auto mode = root.get_optional<std::string>("ac_mode");
+  if (enabled && mode)
+    root.fail("ac_mode", "enable_activation_checkpointing = true and ac_mode = \"" + *mode +
+                             "\" are both set, and torchtune's recipe then checkpoints no layer at all; set "
+                             "enable_activation_checkpointing = true alone (every layer), or set it to false and "
+                             "choose the layers with ac_mode");
+  if ((!mode || *mode != "selective") && root.has("ac_option"))
+    ft::log::warn("ac_option is read only with ac_mode = \"selective\"; it has no effect");
+  if (enabled) return {1, "enable_activation_checkpointing"};
+  if (!mode || *mode == "none") return {0, "ac_mode"};
+  if (*mode == "full") return {1, "ac_mode"};
+  if (*mode != "selective")
+    root.fail("ac_mode",
+              "expected \"full\" (every layer), \"selective\" (the layers ac_option chooses) or "
+              "\"none\", got \"" +
+                  *mode + "\"");
+  const std::int64_t k = read_every_x_layer(root);
+  if (k < 0)
+    root.fail("ac_option",
+              "Selective layer AC policy (every_x_layer) expects a positive integer, received " + std::to_string(k));
+  return {k == 0 ? 1 : k, "ac_option"};
 }
 
 CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const TrainingSettings& s) {
@@ -117,6 +168,15 @@ CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const Tr
 
 }  // namespace
 
+std::vector<bool> ActivationCheckpointingSettings::layers(std::int64_t num_layers) const {
+  std::vector<bool> checkpointed(static_cast<std::size_t>(std::max<std::int64_t>(num_layers, 0)), false);
+  if (every_nth_layer < 1) return checkpointed;
+  // torchtune counts wrapped layers from 1 and checkpoints those where count % k == 0.
+  for (std::int64_t i = 0; i < num_layers; ++i)
+    checkpointed[static_cast<std::size_t>(i)] = (i + 1) % every_nth_layer == 0;
+  return checkpointed;
+}
+
 TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   TrainingSettings s;
   s.output_dir = root.get<std::string>("output_dir");
@@ -140,6 +200,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.distributed_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
   s.checkpoint = read_checkpoint_settings(root, s);
   s.optimizer_in_bwd = root.get<bool>("optimizer_in_bwd", false);
+  s.activation_checkpointing = read_activation_checkpointing(root);
   refuse_unimplemented(root, s);
   return s;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fthost {
 
@@ -23,6 +24,17 @@ struct CheckpointSettings {
   std::string resume_path;
   bool async = false;
   std::chrono::milliseconds timeout{300000};  // how long rank 0 waits for the other ranks' files
+};
+
+// Which transformer layers drop their activations in forward and recompute them in backward:
+// torchtune's enable_activation_checkpointing (every layer), or ac_mode / ac_option.
+struct ActivationCheckpointingSettings {
+  // 0: no layer; 1: every layer; k: every k-th layer, counting from 1 (0-based layers k-1, 2k-1, ...).
+  std::int64_t every_nth_layer = 0;
+  std::string key;  // the config key that chose the layers, for messages
+
+  // One flag per layer of a model with `num_layers` layers.
+  std::vector<bool> layers(std::int64_t num_layers) const;
 };
 
 struct TrainingSettings {
@@ -47,6 +59,7 @@ struct TrainingSettings {
   // long fails the run on every rank.
   std::chrono::milliseconds distributed_timeout{300000};
   CheckpointSettings checkpoint;
+  ActivationCheckpointingSettings activation_checkpointing;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.

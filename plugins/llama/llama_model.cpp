@@ -60,6 +60,13 @@ std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {
   return units;
 }
 
+void LlamaFamilyModel::set_activation_checkpointing(const std::vector<bool>& layers) {
+  if (layers.size() != decoder_->layers.size())
+    throw ft::Error("activation checkpointing: " + std::to_string(layers.size()) + " layer flags for a model of " +
+                    std::to_string(decoder_->layers.size()) + " layers");
+  decoder_->checkpointed_layers = layers;
+}
+
 std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {
   std::vector<ft::NamedTensor> named;
   auto add = [&](std::string name, const at::Tensor& t) {

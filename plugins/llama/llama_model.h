@@ -23,6 +23,8 @@ class LlamaFamilyModel final : public ft::Model {
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
   std::vector<ft::ShardingUnit> sharding_units() override;
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
+  std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }
+  void set_activation_checkpointing(const std::vector<bool>& layers) override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 

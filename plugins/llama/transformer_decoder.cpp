@@ -2,6 +2,8 @@
 
 #include "rotary_embedding.h"
 
+#include <ft/activation_checkpointing.h>
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
@@ -106,7 +108,15 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
   const at::Tensor allowed = mask.defined() ? mask : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (unit_hooks) unit_hooks->before_forward(i);
-    h = layers[i]->forward(h, positions, allowed);
+    // Inside the unit hooks: a sharding strategy gathers the layer before its backward starts,
+    // so the parameters are whole again when the checkpointed layer is recomputed.
+    if (i < checkpointed_layers.size() && checkpointed_layers[i]) {
+      const DecoderLayer layer = layers[i];
+      h = ft::checkpointed(
+          [layer, positions, allowed](const at::Tensor& x) { return layer->forward(x, positions, allowed); }, h);
+    } else {
+      h = layers[i]->forward(h, positions, allowed);
+    }
     if (unit_hooks) h = unit_hooks->after_forward(i, std::move(h));
   }
   return norm->forward(h);

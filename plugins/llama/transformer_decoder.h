@@ -81,6 +81,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   RMSNorm norm{nullptr};
   at::Tensor output;                    // [vocab, dim] (output.weight); undefined when tied
   ft::UnitHooks* unit_hooks = nullptr;  // around each layer's forward (sharded data parallelism)
+  // One flag per layer: run that layer through ft::checkpointed. Empty: none.
+  std::vector<bool> checkpointed_layers;
 
  private:
   torch::nn::ModuleList layer_list_;

@@ -3,6 +3,7 @@
 // projection, and how its parameters are named in Hugging Face checkpoints.
 #pragma once
 
+#include <ft/errors.h>
 #include <ft/kind.h>
 
 #include <ATen/core/Tensor.h>
@@ -89,6 +90,15 @@ class Model {
   virtual std::vector<ShardingUnit> sharding_units() { return {}; }
   // `hooks` (not owned; nullptr removes them) is called around every unit's forward.
   virtual void set_unit_hooks(UnitHooks* hooks) { (void)hooks; }
+
+  // Activation checkpointing (ft/activation_checkpointing.h): how many layers the model can
+  // checkpoint one by one (0: none), and which of them to checkpoint from now on, one flag per
+  // layer in forward order. The host calls it before parallelizing the model.
+  virtual std::int64_t num_checkpointable_layers() const { return 0; }
+  virtual void set_activation_checkpointing(const std::vector<bool>& layers) {
+    (void)layers;
+    throw Error("this model does not support activation checkpointing");
+  }
 };
 
 }  // namespace ft
