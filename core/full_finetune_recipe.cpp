@@ -131,11 +131,13 @@ void FullFinetuneRecipe::apply_activation_checkpointing() {
   const std::vector<bool> layers = ac.layers(num_layers);
   try {
     model_->set_activation_checkpointing(layers);
+    if (ac.offload) model_->set_activation_offloading(true);
   } catch (const ft::Error& e) {
     throw ft::ConfigError(ac.key + ": " + e.what());
   }
-  ft::log::info("activation checkpointing: {} of {} layers recompute their activations in backward",
-                std::count(layers.begin(), layers.end(), true), num_layers);
+  ft::log::info("activation checkpointing: {} of {} layers recompute their activations in backward{}",
+                std::count(layers.begin(), layers.end(), true), num_layers,
+                ac.offload ? "; their inputs wait in pinned host memory (activation offloading)" : "");
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {

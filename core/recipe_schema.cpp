@@ -39,8 +39,9 @@ const ft::Schema& recipe_schema() {
         .optional("ac_option", ValueType::Any, "",
                   "ac_mode = \"selective\": integer k checkpoints every k-th layer (0: every layer); "
                   "\"op\" is not supported")
-        .optional("enable_activation_offloading", ValueType::Bool, "false",
-                  "offload activations (CUDA; not implemented)")
+        .optional(
+            "enable_activation_offloading", ValueType::Bool, "false",
+            "CUDA, with enable_activation_checkpointing: the checkpointed layers' inputs wait in pinned host memory")
         .optional("enable_async_checkpointing", ValueType::Bool, "false",
                   "write checkpoints in a background thread once their tensors are copied")
         .optional("compile", ValueType::Bool, "false", "torch.compile (accepted, no effect in LibTorch)")

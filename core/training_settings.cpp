@@ -74,7 +74,10 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
     if (!checkpointing)
       root.fail("enable_activation_offloading",
                 "enable_activation_offloading should only be True when enable_activation_checkpointing is True");
-    root.fail("enable_activation_offloading", "activation offloading is not implemented yet; set it to false");
+  } else if (checkpointing && s.device.is_cuda()) {
+    ft::log::info(
+        "Hint: enable_activation_checkpointing is True, but enable_activation_offloading isn't. "
+        "Enabling activation offloading should reduce memory further.");
   }
   if (root.get<bool>("compile", false))
     ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
@@ -201,6 +204,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.checkpoint = read_checkpoint_settings(root, s);
   s.optimizer_in_bwd = root.get<bool>("optimizer_in_bwd", false);
   s.activation_checkpointing = read_activation_checkpointing(root);
+  s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
   refuse_unimplemented(root, s);
   return s;
 }

@@ -32,6 +32,8 @@ struct ActivationCheckpointingSettings {
   // 0: no layer; 1: every layer; k: every k-th layer, counting from 1 (0-based layers k-1, 2k-1, ...).
   std::int64_t every_nth_layer = 0;
   std::string key;  // the config key that chose the layers, for messages
+  // enable_activation_offloading: the checkpointed layers' inputs wait in host memory (CUDA).
+  bool offload = false;
 
   // One flag per layer of a model with `num_layers` layers.
   std::vector<bool> layers(std::int64_t num_layers) const;

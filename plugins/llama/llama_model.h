@@ -25,6 +25,7 @@ class LlamaFamilyModel final : public ft::Model {
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
   std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }
   void set_activation_checkpointing(const std::vector<bool>& layers) override;
+  void set_activation_offloading(bool offload) override { decoder_->offload_checkpointed_inputs = offload; }
 
   const DecoderConfig& config() const { return decoder_->config; }
 

@@ -113,7 +113,8 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
     if (i < checkpointed_layers.size() && checkpointed_layers[i]) {
       const DecoderLayer layer = layers[i];
       h = ft::checkpointed(
-          [layer, positions, allowed](const at::Tensor& x) { return layer->forward(x, positions, allowed); }, h);
+          [layer, positions, allowed](const at::Tensor& x) { return layer->forward(x, positions, allowed); }, h,
+          ft::CheckpointOptions{offload_checkpointed_inputs});
     } else {
       h = layers[i]->forward(h, positions, allowed);
     }

@@ -83,6 +83,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   ft::UnitHooks* unit_hooks = nullptr;  // around each layer's forward (sharded data parallelism)
   // One flag per layer: run that layer through ft::checkpointed. Empty: none.
   std::vector<bool> checkpointed_layers;
+  // Their saved inputs wait for backward in host memory (activation offloading, CUDA).
+  bool offload_checkpointed_inputs = false;
 
  private:
   torch::nn::ModuleList layer_list_;

@@ -4,6 +4,7 @@
 #include <ft/activation_checkpointing.h>
 
 #include <ATen/Context.h>
+#include <ATen/Functions.h>
 #include <ATen/core/Generator.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -21,18 +22,32 @@ namespace ft {
 
 namespace {
 
-// Where a checkpointed step keeps its input between forward and backward: the one place that
-// activation offloading will change, to keep the input in host memory instead of on the device.
+// Where a checkpointed step keeps its input between forward and backward: on its device, or
+// (activation offloading) in pinned host memory, so the device holds no activation of the layer
+// at all until its backward.
 class SavedInput {
  public:
-  static SavedInput pack(const at::Tensor& input) { return SavedInput(input.detach()); }
-  // A fresh leaf for the recompute, sharing the saved values.
-  at::Tensor unpack() const { return stored_.detach(); }
+  static SavedInput pack(const at::Tensor& input, bool offload) {
+    if (!offload) return SavedInput(input.detach(), input.device());
+    TORCH_CHECK(input.is_cuda(), "ft::checkpointed: activation offloading needs an input on a CUDA device, got ",
+                input.device());
+    // Asynchronous on the current stream: later kernels, and the reuse of the input's memory
+    // once it is freed, are ordered after the copy; the pinned block is not reused before it ends.
+    at::Tensor host = at::empty(input.sizes(), input.options().device(c10::kCPU).pinned_memory(true));
+    host.copy_(input.detach(), /*non_blocking=*/true);
+    return SavedInput(std::move(host), input.device());
+  }
+  // A fresh leaf for the recompute, sharing the saved values (or copied back to the device).
+  at::Tensor unpack() const {
+    if (stored_.device() == device_) return stored_.detach();
+    return stored_.to(device_, /*non_blocking=*/true).detach();
+  }
   void release() { stored_.reset(); }
 
  private:
-  explicit SavedInput(at::Tensor stored) : stored_(std::move(stored)) {}
+  SavedInput(at::Tensor stored, c10::Device device) : stored_(std::move(stored)), device_(device) {}
   at::Tensor stored_;
+  c10::Device device_;
 };
 
 // The states of the random generators a step may draw from: the CPU's and, for an input on
@@ -116,7 +131,7 @@ class CheckpointedStepBackward final : public torch::autograd::Node {
 
 }  // namespace
 
-at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input) {
+at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input, const CheckpointOptions& options) {
   if (!at::GradMode::is_enabled() || !input.requires_grad()) return step(input);
   GeneratorStates at_forward = GeneratorStates::capture(input.device());
   at::Tensor output;
@@ -128,7 +143,8 @@ at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input) {
   // or the input itself, whose autograd history would be overwritten.
   if (output.is_view() || output.is_alias_of(input)) output = output.clone();
   auto node = std::shared_ptr<CheckpointedStepBackward>(
-      new CheckpointedStepBackward(std::move(step), SavedInput::pack(input), input.device(), std::move(at_forward)),
+      new CheckpointedStepBackward(std::move(step), SavedInput::pack(input, options.offload_input), input.device(),
+                                   std::move(at_forward)),
       torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(input));
   torch::autograd::set_history(output, node);

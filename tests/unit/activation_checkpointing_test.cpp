@@ -274,3 +274,19 @@ TEST(ActivationCheckpointingConfig, RefusalsNameTheirKey) {
 }
 
 }  // namespace
+
+namespace {
+
+// Offloading is for device inputs: on a CPU input it is refused, not silently a no-op.
+TEST(Checkpointed, OffloadingACpuInputIsRefused) {
+  const at::Tensor input = at::randn({2, 3}).requires_grad_(true);
+  try {
+    ft::checkpointed([](const at::Tensor& x) { return x * 2; }, input * 1, ft::CheckpointOptions{true});
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("activation offloading needs an input on a CUDA device"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace

@@ -18,6 +18,13 @@ namespace ft {
 // (sharded data parallelism) must have refilled it before this step's backward starts.
 using CheckpointedStep = std::function<at::Tensor(const at::Tensor& input)>;
 
+struct CheckpointOptions {
+  // Activation offloading: between forward and backward the saved input lives in pinned host
+  // memory instead of on its device (copied out and back asynchronously on the current stream,
+  // so the copies are ordered with the computation). Only for inputs on a CUDA device.
+  bool offload_input = false;
+};
+
 // Runs `step(input)` with gradients disabled, so autograd keeps none of its activations, and
 // returns its output attached to one autograd node that keeps only `input` (and `step`). That
 // node's backward runs `step` again with gradients enabled on a detached copy of `input`, with
@@ -29,6 +36,6 @@ using CheckpointedStep = std::function<at::Tensor(const at::Tensor& input)>;
 //
 // Without checkpointing anything to gain (gradients disabled, or `input` does not require a
 // gradient, so autograd would never reach the node) `step(input)` is returned as it is.
-FT_API at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input);
+FT_API at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input, const CheckpointOptions& options = {});
 
 }  // namespace ft

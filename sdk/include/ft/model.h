@@ -99,6 +99,12 @@ class Model {
     (void)layers;
     throw Error("this model does not support activation checkpointing");
   }
+  // Activation offloading: the inputs the checkpointed layers keep for their recompute stay in
+  // host memory until backward (ft::CheckpointOptions::offload_input). Called after
+  // set_activation_checkpointing, on CUDA runs only.
+  virtual void set_activation_offloading(bool offload) {
+    if (offload) throw Error("this model does not support activation offloading");
+  }
 };
 
 }  // namespace ft
