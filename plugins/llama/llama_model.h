@@ -23,12 +23,15 @@ class LlamaFamilyModel final : public ft::Model {
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
   std::vector<ft::ShardingUnit> sharding_units() override;
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
+  std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 
  private:
   TransformerDecoder decoder_{nullptr};
   c10::ScalarType dtype_;
+  bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
+  bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
 };
 
 }  // namespace ft_llama
