@@ -288,6 +288,12 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
 std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, const ft::Checkpointer::Args& args) {
   if (!cfg.get<bool>("safe_serialization"))
     cfg.fail("safe_serialization", "only safetensors checkpoints are written; set safe_serialization = true");
+  // torchtune resumes its recipe state (epoch, optimizer, data position) from this .pt file;
+  // fthost resumes from the training state it writes with every checkpoint instead.
+  if (!cfg.get<std::string>("recipe_checkpoint", "").empty())
+    cfg.fail("recipe_checkpoint",
+             "torchtune's recipe_state.pt cannot be read: fthost resumes from the training state it saves with "
+             "each checkpoint (resume_from_checkpoint = true, docs/checkpointing.md); remove recipe_checkpoint");
 
   Settings s;
   s.model_type = cfg.get<std::string>("model_type");
@@ -332,7 +338,8 @@ void register_hf_checkpointer(ft::Registry& reg) {
                 "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
       .optional("output_dir", ValueType::String, "",
                 "where <tag>/ checkpoints are written (default: the run's output_dir)")
-      .optional("recipe_checkpoint", ValueType::String, "", "accepted for torchtune configs; ignored for now")
+      .optional("recipe_checkpoint", ValueType::String, "",
+                "torchtune's recipe_state.pt: only empty is accepted (fthost resumes from its own training state)")
       .optional(
           "resume_from_checkpoint", ValueType::Bool, "false",
           "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")
