@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks fthost training throughput and memory. Not a test: prints medians and ratios.
 
-  python3 bench/run.py [--repeats 3] [--only demo|125m|threads]
+  python3 bench/run.py [--repeats 3] [--only demo|125m|threads|distributed|custom_sharded]
 
 Each scenario runs the real fthost binary (build/bin/fthost) and reads its JSONL metrics:
 tokens_per_second_per_gpu (median over steps, the first step dropped as warm-up) and
@@ -13,6 +13,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def run(config: pathlib.Path, overrides: list, env_extra: dict, launcher: list =
         sys.exit(f"fthost failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
     steady = rows[1:] or rows
+    gathered = re.search(r"at most (\d+) bytes of gathered parameters were held at once on rank 0 while training",
+                         proc.stdout + proc.stderr)
     return {
+        "peak_gathered_mib": int(gathered.group(1)) / 2**20 if gathered else 0.0,
         "tokens_per_s": statistics.median(r["tokens_per_second_per_gpu"] for r in steady),
         "peak_rss_gib": max(r["peak_memory_rss"] for r in rows),
         "first_loss": rows[0]["loss"],
@@ -65,7 +69,7 @@ def scenario(name, config, overrides, env, repeats, launcher=()):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["demo", "125m", "threads", "distributed"])
+    parser.add_argument("--only", choices=["demo", "125m", "threads", "distributed", "custom_sharded"])
     a = parser.parse_args()
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     print(f"median of {a.repeats} run(s) each; {os.cpu_count()} cores")
@@ -94,6 +98,36 @@ def main() -> None:
                 print(f"scaling efficiency {strategy} (2 ranks x 1 thread vs 1 rank x 2 threads): "
                       f"{2 * r['tokens_per_s'] / base['tokens_per_s']:.2f}; rank 0 peak RSS {r['peak_rss_gib']:.2f} GiB "
                       f"vs {base['peak_rss_gib']:.2f} GiB on one rank")
+    if a.only == "custom_sharded":
+        custom_sharded(a.repeats)
+
+
+def custom_sharded(repeats: int) -> None:
+    """FSDP over 2 ranks with and without custom_sharded_layers = ["tok_embeddings", "output"]:
+    rank 0's peak of gathered parameter bytes (exact) and its peak RSS (what the machine saw)."""
+    cfg = ROOT / "bench" / "configs" / "llama_125m.toml"
+    shapes = [  # (vocab, dim, layers, heads, kv heads, hidden)
+        (32000, 768, 12, 12, 4, 2048),   # the 125M model
+        (128256, 512, 4, 8, 4, 1536),    # Llama 3's vocabulary on a narrow model
+        (128256, 1024, 4, 16, 8, 2816),
+    ]
+    for vocab, dim, layers, heads, kv, hidden in shapes:
+        data = pathlib.Path(tempfile.mkdtemp(prefix="fthost-bench-data-")) / "random_tokens.jsonl"
+        random_token_data(data, samples=16, seq_len=256, vocab=vocab)
+        common = [f"dataset.source={data}", "num_threads=1", "batch_size=2", "max_steps_per_epoch=3",
+                  f"model.vocab_size={vocab}", f"model.embed_dim={dim}", f"model.num_layers={layers}",
+                  f"model.num_heads={heads}", f"model.num_kv_heads={kv}", f"model.intermediate_dim={hidden}",
+                  "parallelism._component_=fthost.parallelism.fsdp"]
+        results = {}
+        for label, extra in (("root", []),
+                             ("separate", ['parallelism.custom_sharded_layers=["tok_embeddings", "output"]'])):
+            results[label] = scenario(f"vocab {vocab} x dim {dim}, {layers} layers, fsdp 2 ranks, {label}", cfg,
+                                      common + extra, {"OMP_WAIT_POLICY": "PASSIVE"}, repeats,
+                                      ["--nproc-per-node", "2"])
+        a, b = results["root"], results["separate"]
+        print(f"  rank 0 peak gathered {a['peak_gathered_mib']:.1f} -> {b['peak_gathered_mib']:.1f} MiB; "
+              f"peak RSS {a['peak_rss_gib'] * 1024:.0f} -> {b['peak_rss_gib'] * 1024:.0f} MiB; "
+              f"losses {a['last_loss']} vs {b['last_loss']}", flush=True)
 
 
 if __name__ == "__main__":

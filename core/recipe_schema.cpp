@@ -44,10 +44,13 @@ const ft::Schema& recipe_schema() {
             "CUDA, with enable_activation_checkpointing: the checkpointed layers' inputs wait in pinned host memory")
         .optional("enable_async_checkpointing", ValueType::Bool, "false",
                   "write checkpoints in a background thread once their tensors are copied")
-        .optional("compile", ValueType::Bool, "false", "torch.compile (accepted, no effect in LibTorch)")
-        .optional("fsdp_cpu_offload", ValueType::Bool, "false", "FSDP: keep shards and optimizer step on the CPU")
+        .optional("compile", ValueType::Bool, "false",
+                  "torch.compile: LibTorch runs eagerly, so true warns and trains as torchtune's eager run")
+        .optional("fsdp_cpu_offload", ValueType::Bool, "false",
+                  "FSDP on an accelerator: shards, gradients, optimizer step in CPU memory (no effect on CPU)")
         .optional("fsdp_reshard_after_forward", ValueType::Bool, "true", "FSDP: free gathered parameters after forward")
-        .optional("custom_sharded_layers", ValueType::List, "", "FSDP: modules sharded as their own units")
+        .optional("custom_sharded_layers", ValueType::List, "",
+                  "FSDP: modules sharded as units of their own (tok_embeddings, output)")
         .optional("data_parallel_shard_dim", ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all)")
         .optional("data_parallel_replicate_dim", ValueType::Int, "1", "replica groups (HSDP)")
         .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree (only 1: not implemented yet)")

@@ -37,28 +37,49 @@ bool datasets_are_packed(const ft::ConfigNode& root) {
   return packed != 0;
 }
 
-}  // namespace
-
-void rewrite_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank) {
-  if (root.is_table("parallelism")) return;
-  if (world_size == 1) {
-    if (rank == 0 && (root.get<bool>("fsdp_cpu_offload", false) || root.has("custom_sharded_layers")))
-      ft::log::warn("fsdp_cpu_offload / custom_sharded_layers have no effect: a one-rank run does not shard");
-    apply_overrides(doc, {"parallelism._component_=\"fthost.parallelism.single\""});
-    return;
-  }
-  std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.fsdp\""};
-  const std::vector<std::pair<std::string, std::string>> moved = {
+// torchtune's top-level keys of the sharding strategy and their names in [parallelism].
+const std::vector<std::pair<std::string, std::string>>& torchtune_parallelism_keys() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {
       {"data_parallel_shard_dim", "data_parallel_shard_dim"},
       {"data_parallel_replicate_dim", "data_parallel_replicate_dim"},
       {"fsdp_reshard_after_forward", "reshard_after_forward"},
       {"fsdp_cpu_offload", "cpu_offload"},
       {"custom_sharded_layers", "custom_sharded_layers"},
   };
-  for (const auto& [from, to] : moved) {
+  return keys;
+}
+
+}  // namespace
+
+void rewrite_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank) {
+  if (root.is_table("parallelism")) {
+    // The table configures the strategy; torchtune's top-level spelling beside it would be
+    // silently unused.
+    for (const auto& [from, to] : torchtune_parallelism_keys())
+      if (root.has(from))
+        root.fail(from,
+                  "a [parallelism] table is given, which this key does not reach: set parallelism." + to + " instead");
+    return;
+  }
+  if (world_size == 1) {
+    if (rank == 0 && (root.get<bool>("fsdp_cpu_offload", false) || root.has("custom_sharded_layers")))
+      ft::log::warn(
+          "fsdp_cpu_offload / custom_sharded_layers have no effect: a one-rank run trains unsharded with "
+          "fthost.parallelism.single (a [parallelism] table with _component_ = \"fthost.parallelism.fsdp\" shards "
+          "on one rank too and applies them)");
+    std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.single\""};
+    for (const auto& key : torchtune_parallelism_keys())
+      if (root.has(key.first)) overrides.push_back("~" + key.first);
+    apply_overrides(doc, overrides);
+    return;
+  }
+  std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.fsdp\""};
+  for (const auto& [from, to] : torchtune_parallelism_keys()) {
     if (!root.has(from)) continue;
     if (const toml::node* value = doc.root().get(from))
       overrides.push_back("parallelism." + to + "=" + toml_text(*value));
+    // Moved, not copied: the effective config must load again with its [parallelism] table.
+    overrides.push_back("~" + from);
   }
   apply_overrides(doc, overrides);
   if (rank == 0)

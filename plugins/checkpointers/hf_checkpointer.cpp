@@ -286,9 +286,29 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
   Settings s_;
 };
 
+// Whether the run resumes: the checkpointer's or the top-level resume_from_checkpoint (true, or
+// the path of a checkpoint directory).
+bool resumes(const ft::ConfigNode& cfg) {
+  if (cfg.get<bool>("resume_from_checkpoint")) return true;
+  const ft::ConfigNode root(cfg.document(), "");
+  if (!root.has("resume_from_checkpoint")) return false;
+  try {
+    return root.get<bool>("resume_from_checkpoint");
+  } catch (const ft::ConfigError&) {
+    return true;  // a checkpoint directory
+  }
+}
+
 std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, const ft::Checkpointer::Args& args) {
   if (!cfg.get<bool>("safe_serialization"))
     cfg.fail("safe_serialization", "only safetensors checkpoints are written; set safe_serialization = true");
+  // torchtune reads recipe_checkpoint (its recipe_state.pt: epoch, optimizer, data position) only
+  // when resuming, and so does this: fthost resumes from the training state it writes with every
+  // checkpoint and cannot read that file, so a resume that names one is refused.
+  if (!cfg.get<std::string>("recipe_checkpoint", "").empty() && resumes(cfg))
+    cfg.fail("recipe_checkpoint",
+             "torchtune's recipe_state.pt cannot be read: fthost resumes from the training state it saves with "
+             "each checkpoint (docs/checkpointing.md); remove recipe_checkpoint");
 
   Settings s;
   s.model_type = cfg.get<std::string>("model_type");
@@ -333,7 +353,8 @@ void register_hf_checkpointer(ft::Registry& reg) {
                 "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
       .optional("output_dir", ValueType::String, "",
                 "where <tag>/ checkpoints are written (default: the run's output_dir)")
-      .optional("recipe_checkpoint", ValueType::String, "", "accepted for torchtune configs; ignored for now")
+      .optional("recipe_checkpoint", ValueType::String, "",
+                "torchtune's recipe_state.pt, read only to resume: refused then (fthost resumes from its own state)")
       .optional(
           "resume_from_checkpoint", ValueType::Bool, "false",
           "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")

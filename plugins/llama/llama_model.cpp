@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace ft_llama {
 
 namespace {
@@ -57,6 +59,25 @@ std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {
   std::vector<ft::ShardingUnit> units;
   for (std::size_t i = 0; i < decoder_->layers.size(); ++i)
     units.push_back({"layers." + std::to_string(i), decoder_->layers[i]->parameters()});
+  decoder_->embedding_unit.reset();
+  decoder_->output_unit.reset();
+  const bool tied = decoder_->config.tie_word_embeddings;
+  if (separate_embedding_) {
+    // The lookup's backward needs only the indices; a tied embedding is also the output
+    // projection, used (and needed in backward) after the layers.
+    ft::ShardingUnit unit{"tok_embeddings", {decoder_->tok_embeddings}};
+    unit.backward_needs_parameters = false;
+    unit.used_after_layers = tied;
+    decoder_->embedding_unit = units.size();
+    if (tied) decoder_->output_unit = units.size();
+    units.push_back(std::move(unit));
+  }
+  if (separate_output_ && !tied) {
+    ft::ShardingUnit unit{"output", {decoder_->output}};
+    unit.used_after_layers = true;
+    decoder_->output_unit = units.size();
+    units.push_back(std::move(unit));
+  }
   return units;
 }
 
@@ -65,6 +86,40 @@ void LlamaFamilyModel::set_activation_checkpointing(const std::vector<bool>& lay
     throw ft::Error("activation checkpointing: " + std::to_string(layers.size()) + " layer flags for a model of " +
                     std::to_string(decoder_->layers.size()) + " layers");
   decoder_->checkpointed_layers = layers;
+}
+
+std::vector<std::string> LlamaFamilyModel::shard_separately(const std::vector<std::string>& module_names) {
+  std::vector<std::string> notes, unknown;
+  const std::int64_t layers = static_cast<std::int64_t>(decoder_->layers.size());
+  for (const std::string& name : module_names) {
+    if (name == "tok_embeddings") {
+      separate_embedding_ = true;
+    } else if (name == "output" && decoder_->config.tie_word_embeddings) {
+      // torchtune's tied output projection is no module of its own, so the name matches nothing.
+      notes.push_back(
+          "\"output\" is tied to tok_embeddings and has no module of its own: it is sharded with " +
+          std::string(separate_embedding_ || std::count(module_names.begin(), module_names.end(), "tok_embeddings")
+                          ? "the tok_embeddings unit"
+                          : "the root unit"));
+    } else if (name == "output") {
+      separate_output_ = true;
+    } else if (name.rfind("layers.", 0) == 0 && name.size() > 7 && name.size() < 16 &&
+               name.find_first_not_of("0123456789", 7) == std::string::npos && std::stoll(name.substr(7)) < layers) {
+      notes.push_back("\"" + name + "\" is a sharding unit already");
+    } else {
+      unknown.push_back(name);
+    }
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (const auto& name : unknown) list += (list.empty() ? "\"" : ", \"") + name + "\"";
+    throw ft::Error(list + (unknown.size() == 1 ? " names" : " name") +
+                    " no module this model can shard separately; it offers \"tok_embeddings\"" +
+                    (decoder_->config.tie_word_embeddings ? std::string(" (\"output\" is tied to it)")
+                                                          : std::string(", \"output\"")) +
+                    " and \"layers.0\" .. \"layers." + std::to_string(layers - 1) + "\"");
+  }
+  return notes;
 }
 
 std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {

@@ -26,12 +26,15 @@ class LlamaFamilyModel final : public ft::Model {
   std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }
   void set_activation_checkpointing(const std::vector<bool>& layers) override;
   void set_activation_offloading(bool offload) override { decoder_->offload_checkpointed_inputs = offload; }
+  std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 
  private:
   TransformerDecoder decoder_{nullptr};
   c10::ScalarType dtype_;
+  bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
+  bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
 };
 
 }  // namespace ft_llama

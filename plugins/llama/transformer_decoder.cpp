@@ -103,7 +103,9 @@ TransformerDecoderImpl::TransformerDecoderImpl(const DecoderConfig& cfg) : confi
 
 at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions,
                                           const at::Tensor& mask) const {
+  if (unit_hooks && embedding_unit) unit_hooks->before_forward(*embedding_unit);
   at::Tensor h = at::embedding(tok_embeddings, tokens);
+  if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
   const std::int64_t s = tokens.size(1);
   const at::Tensor allowed = mask.defined() ? mask : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -124,6 +126,7 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
 }
 
 const at::Tensor& TransformerDecoderImpl::output_weight() const {
+  if (unit_hooks && output_unit) unit_hooks->before_forward(*output_unit);
   return config.tie_word_embeddings ? tok_embeddings : output;
 }
 

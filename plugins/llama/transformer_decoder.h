@@ -72,7 +72,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   explicit TransformerDecoderImpl(const DecoderConfig& cfg);
   // The final hidden state [b, s, dim], after the last norm.
   at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask) const;
-  // The [vocab, dim] output projection: the embedding itself when tied.
+  // The [vocab, dim] output projection: the embedding itself when tied. Tells the unit hooks
+  // of a separately sharded output projection that its parameters are about to be used.
   const at::Tensor& output_weight() const;
 
   DecoderConfig config;
@@ -85,6 +86,10 @@ class TransformerDecoderImpl : public torch::nn::Module {
   std::vector<bool> checkpointed_layers;
   // Their saved inputs wait for backward in host memory (activation offloading, CUDA).
   bool offload_checkpointed_inputs = false;
+  // Unit indices of the embedding and of the output projection when they are sharding units of
+  // their own (custom_sharded_layers); nullopt: they belong to the root unit.
+  std::optional<std::size_t> embedding_unit;
+  std::optional<std::size_t> output_unit;
 
  private:
   torch::nn::ModuleList layer_list_;

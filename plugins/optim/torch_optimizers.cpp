@@ -167,9 +167,13 @@ std::tuple<double, double> betas_of(const ft::ConfigNode& cfg) {
   return {b[0], b[1]};
 }
 
+// fused and foreach choose among torch's implementations of the same update; LibTorch's C++
+// optimizers have one, so the numbers are those of either choice.
 void note_fused(const ft::ConfigNode& cfg) {
   if (cfg.get<bool>("fused"))
     ft::log::info("{}: fused=true has no fused kernel on this build; using the standard one", cfg.path());
+  if (cfg.get<bool>("foreach"))
+    ft::log::info("{}: foreach=true has no multi-tensor kernel on this build; using the standard one", cfg.path());
 }
 
 ft::Schema adam_schema(const char* weight_decay_default) {
@@ -179,8 +183,9 @@ ft::Schema adam_schema(const char* weight_decay_default) {
       .optional("eps", ValueType::Float, "1e-8", "denominator term for numerical stability")
       .optional("weight_decay", ValueType::Float, weight_decay_default, "weight decay")
       .optional("amsgrad", ValueType::Bool, "false", "use the AMSGrad variant")
-      .optional("fused", ValueType::Bool, "false", "accepted for torchtune configs")
-      .optional("foreach", ValueType::Bool, "false", "accepted for torchtune configs");
+      .optional("fused", ValueType::Bool, "false", "torch's fused kernel: same update, the standard kernel runs here")
+      .optional("foreach", ValueType::Bool, "false",
+                "torch's multi-tensor kernel: same update, the standard one runs here");
   return s;
 }
 
@@ -211,8 +216,9 @@ void register_components(ft::Registry& reg) {
       .optional("dampening", ValueType::Float, "0.0", "dampening for momentum")
       .optional("weight_decay", ValueType::Float, "0.0", "L2 weight decay")
       .optional("nesterov", ValueType::Bool, "false", "Nesterov momentum")
-      .optional("fused", ValueType::Bool, "false", "accepted for torchtune configs")
-      .optional("foreach", ValueType::Bool, "false", "accepted for torchtune configs");
+      .optional("fused", ValueType::Bool, "false", "torch's fused kernel: same update, the standard kernel runs here")
+      .optional("foreach", ValueType::Bool, "false",
+                "torch's multi-tensor kernel: same update, the standard one runs here");
   reg.add<ft::Optimizer>("torch.optim.SGD", sgd, "stochastic gradient descent (torch.optim.SGD)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
                            note_fused(cfg);

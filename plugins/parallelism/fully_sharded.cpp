@@ -5,9 +5,16 @@
 // state. A unit's full parameters are gathered just before its forward and freed after it
 // (reshard_after_forward), gathered again just before its backward, and its gradients are
 // reduce-scattered as soon as its backward is done. HSDP adds a replicate dimension: the
-// shards' gradients are then summed across the replica groups. With the optimizer in backward a
-// unit's shard is stepped right after its reduce-scatter and its gradient freed: no rank ever
-// holds more than the units autograd is working on plus the root's.
+// shards' gradients are then summed across the replica groups.
+//
+// custom_sharded_layers makes the embedding and the output projection units of their own, so
+// they are gathered only around their use instead of for the whole micro-batch with the root.
+// cpu_offload keeps the shards, their gradients and the optimizer step in CPU memory while the
+// model computes on an accelerator: each gather copies the shard to the device first, and each
+// reduced gradient is copied back to the CPU shard's gradient.
+//
+// With the optimizer in backward a unit's shard is stepped right after its reduce-scatter and its
+// gradient freed: no rank ever holds more than the units autograd is working on plus the root's.
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
@@ -35,8 +42,16 @@ struct ShardedUnit {
   std::int64_t shard_numel = 0;
   at::Tensor full;   // [shard_numel * shard_size]; its storage exists only while gathered
   at::Tensor shard;  // [shard_numel], this rank's slice: the tensor the optimizer steps
+  bool backward_needs_parameters = true;
+  bool used_after_layers = false;
   bool gathered = false;
   bool gradients_pending = false;
+};
+
+struct ShardingOptions {
+  bool reshard_after_forward = true;
+  bool cpu_offload = false;
+  std::vector<std::string> custom_sharded_layers;
 };
 
 struct MeshShape {
@@ -46,8 +61,12 @@ struct MeshShape {
 
 class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public BackwardListener {
  public:
-  FullySharded(const ft::Parallelism::Args& args, MeshShape mesh, bool reshard_after_forward)
-      : world_(args.world), reshard_after_forward_(reshard_after_forward), mesh_(mesh) {
+  FullySharded(const ft::Parallelism::Args& args, MeshShape mesh, ShardingOptions options, ft::ConfigNode cfg)
+      : world_(args.world),
+        options_(std::move(options)),
+        offload_(options_.cpu_offload && !args.device.is_cpu()),
+        mesh_(mesh),
+        cfg_(std::move(cfg)) {
     // Mesh [replicate, shard], row-major over world ranks as torch's DeviceMesh lays it out:
     // shard groups are consecutive ranks, replicate groups are strided.
     const int world_rank = world_->rank();
@@ -69,12 +88,21 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   }
   ~FullySharded() override {
     if (model_) model_->set_unit_hooks(nullptr);
+    if (model_)
+      ft::log::info("fsdp: at most {} bytes of gathered parameters were held at once on rank {} while training",
+                    peak_gathered_bytes_, world_->rank());
   }
 
   int data_parallel_rank() const override { return world_->rank(); }
   int data_parallel_size() const override { return world_->size(); }
 
   std::vector<at::Tensor> parallelize(ft::Model& model) override {
+    try {
+      for (const std::string& note : model.shard_separately(options_.custom_sharded_layers))
+        if (world_->rank() == 0) ft::log::info("fsdp: custom_sharded_layers: {}", note);
+    } catch (const ft::Error& e) {
+      cfg_.fail("custom_sharded_layers", e.what());
+    }
     model_ = &model;
     at::NoGradGuard no_grad;
     const int n = shard_group_->size();
@@ -84,6 +112,8 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       ShardedUnit u;
       u.name = group.name;
       u.parameters = group.parameters;
+      u.backward_needs_parameters = group.backward_needs_parameters;
+      u.used_after_layers = group.used_after_layers;
       u.numel = total_numel(u.parameters);
       u.shard_numel = (u.numel + n - 1) / n;
       if (u.parameters.empty()) continue;
@@ -97,12 +127,18 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       }
       // Every rank loaded the same weights; rank 0's copy is the reference.
       world_->broadcast(u.full, 0);
-      u.shard = u.full.narrow(0, rank * u.shard_numel, u.shard_numel).clone().requires_grad_(true);
+      at::Tensor slice = u.full.narrow(0, rank * u.shard_numel, u.shard_numel);
+      u.shard = (offload_ ? ft::compat::to_cpu_for_offload(slice) : slice.clone()).requires_grad_(true);
       ft::compat::free_storage(u.full);
       shards.push_back(u.shard);
       units_.push_back(std::move(u));
     }
     root_ = units_.size() - 1;  // group_parameters puts the root last
+    // The model lists its layers first; units after them are its separately sharded modules.
+    layer_count_ = 0;
+    while (layer_count_ < root_ && units_[layer_count_].backward_needs_parameters &&
+           !units_[layer_count_].used_after_layers)
+      ++layer_count_;
     model.set_unit_hooks(this);
     shards_ = shards;
     std::int64_t full_bytes = 0;
@@ -113,25 +149,48 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     return shards;
   }
 
-  void begin_micro_batch(bool) override { gather(root_); }
+  void begin_micro_batch(bool) override {
+    // A forward without gradients (no end_micro_batch) may have left units gathered.
+    for (std::size_t u = 0; u < root_; ++u)
+      if (!units_[u].gradients_pending) reshard(u);
+    gather(root_);
+  }
 
-  void before_forward(std::size_t unit) override { gather(unit); }
+  void before_forward(std::size_t unit) override {
+    gather(unit);
+    // A module used after the layers gets no after_forward: it stays gathered through the
+    // loss and its own backward, until the backward reaches the last layer.
+    if (units_[unit].used_after_layers && at::GradMode::is_enabled()) units_[unit].gradients_pending = true;
+  }
 
   at::Tensor after_forward(std::size_t unit, at::Tensor output) override {
-    if (!at::GradMode::is_enabled()) {
-      if (reshard_after_forward_) reshard(unit);
+    if (!units_[unit].backward_needs_parameters) {
+      // An embedding lookup: its backward scatters into the gradient without reading the weight.
+      reshard(unit);
+      if (at::GradMode::is_enabled()) units_[unit].gradients_pending = true;
       return output;
     }
-    if (reshard_after_forward_) reshard(unit);
+    if (options_.reshard_after_forward) reshard(unit);
+    if (!at::GradMode::is_enabled()) return output;
     return notify_before_backward(output, *this, unit);
   }
 
   // The unit after `unit` has finished its backward (autograd accumulates each parameter's
   // gradient before moving on); `unit` is about to start its own.
   void before_unit_backward(std::size_t unit) override {
-    if (unit + 1 < root_ && units_[unit + 1].gradients_pending) {
+    if (unit + 1 < layer_count_ && units_[unit + 1].gradients_pending) {
       reduce_gradients(unit + 1);
       reshard(unit + 1);
+    }
+    if (unit + 1 == layer_count_) {
+      // Everything used after the layers (the output projection) has finished its backward.
+      for (std::size_t u = layer_count_; u < root_; ++u) {
+        ShardedUnit& after = units_[u];
+        if (!after.used_after_layers) continue;
+        // A tied embedding's gradient still waits for the lookup's backward.
+        if (after.gradients_pending && after.backward_needs_parameters) reduce_gradients(u);
+        reshard(u);
+      }
     }
     gather(unit);
     units_[unit].gradients_pending = true;
@@ -156,14 +215,18 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override {
+    // A checkpoint needs the whole model at once whatever the units; the peak counts training.
+    counting_peak_ = false;
     for (std::size_t u = 0; u < units_.size(); ++u) gather(u);
     try {
       fn();
     } catch (...) {
       for (std::size_t u = 0; u < units_.size(); ++u) reshard(u);
+      counting_peak_ = true;
       throw;
     }
     for (std::size_t u = 0; u < units_.size(); ++u) reshard(u);
+    counting_peak_ = true;
   }
 
   bool shards_optimizer_state() const override { return true; }
@@ -182,8 +245,12 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     // Written through an alias with its own version counter: autograd has saved these
     // parameters for backward and must not see the refill as an in-place modification.
     at::Tensor alias = at::from_blob(u.full.data_ptr(), {u.full.numel()}, u.full.options());
-    shard_group_->all_gather(alias, u.shard.detach());
+    at::Tensor local = u.shard.detach();
+    if (offload_) local = local.to(u.full.device(), /*non_blocking=*/true);
+    shard_group_->all_gather(alias, local);
     u.gathered = true;
+    gathered_bytes_ += static_cast<std::int64_t>(bytes);
+    if (counting_peak_) peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
   }
 
   void reshard(std::size_t index) {
@@ -191,12 +258,13 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     if (!u.gathered) return;
     ft::compat::free_storage(u.full);
     u.gathered = false;
+    gathered_bytes_ -= u.full.numel() * static_cast<std::int64_t>(u.full.element_size());
   }
 
   void reduce_gradients(std::size_t index) {
     ShardedUnit& u = units_[index];
     at::NoGradGuard no_grad;
-    at::Tensor flat = at::zeros({u.full.numel()}, u.shard.options().requires_grad(false));
+    at::Tensor flat = at::zeros({u.full.numel()}, u.full.options().requires_grad(false));
     std::int64_t offset = 0;
     bool any = false;
     for (auto& p : u.parameters) {
@@ -214,6 +282,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     at::Tensor local = at::empty({u.shard_numel}, flat.options());
     shard_group_->reduce_scatter_sum(local, flat);
     if (replicate_group_) replicate_group_->all_reduce_sum(local);
+    if (offload_) local = local.to(at::kCPU);
     if (u.shard.grad().defined()) {
       u.shard.mutable_grad().add_(local);
     } else {
@@ -225,13 +294,19 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   std::shared_ptr<ft::Collectives> world_;
   std::shared_ptr<ft::Collectives> shard_group_;
   std::shared_ptr<ft::Collectives> replicate_group_;
-  bool reshard_after_forward_;
+  ShardingOptions options_;
+  bool offload_;  // cpu_offload on an accelerator (on a CPU run everything lives in CPU memory anyway)
   MeshShape mesh_;
+  ft::ConfigNode cfg_;
   ft::Model* model_ = nullptr;
   std::vector<ShardedUnit> units_;
   std::vector<at::Tensor> shards_;
   std::size_t root_ = 0;
   GradientReadyCallback ready_;
+  std::size_t layer_count_ = 0;
+  std::int64_t gathered_bytes_ = 0;       // full parameters allocated right now on this rank
+  std::int64_t peak_gathered_bytes_ = 0;  // the most of them at any moment of training
+  bool counting_peak_ = true;             // false while a checkpoint gathers the whole model
 };
 
 ft::Schema sharded_schema(bool hybrid) {
@@ -242,9 +317,11 @@ ft::Schema sharded_schema(bool hybrid) {
       .optional("reshard_after_forward", ft::ValueType::Bool, "true",
                 "free gathered parameters after each unit's forward (false: keep them until its backward)")
       .optional("custom_sharded_layers", ft::ValueType::List, "[]",
-                "accepted for torchtune configs: embeddings and output are always sharded with the root")
+                "modules sharded as units of their own, gathered only around their use instead of with the root "
+                "for the whole micro-batch: \"tok_embeddings\", \"output\" (a tied output is the embedding)")
       .optional("cpu_offload", ft::ValueType::Bool, "false",
-                "accepted: on CPU training everything already lives there");
+                "on an accelerator: shards, gradients and the optimizer step stay in CPU memory, copied to the "
+                "device per gather; no effect on a CPU run, where they already live in CPU memory");
   return s;
 }
 
@@ -264,7 +341,20 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
     cfg.fail("data_parallel_shard_dim", "replicate (" + std::to_string(mesh.replicate) + ") x shard (" +
                                             std::to_string(mesh.shard) + ") must equal the " + std::to_string(world) +
                                             " ranks of this run");
-  return std::make_unique<FullySharded>(args, mesh, cfg.get<bool>("reshard_after_forward"));
+  ShardingOptions options;
+  options.reshard_after_forward = cfg.get<bool>("reshard_after_forward");
+  options.cpu_offload = cfg.get<bool>("cpu_offload");
+  options.custom_sharded_layers = cfg.get<std::vector<std::string>>("custom_sharded_layers");
+  if (options.cpu_offload && args.world->rank() == 0) {
+    if (args.device.is_cpu())
+      ft::log::info(
+          "fsdp: cpu_offload = true changes nothing on a CPU run: parameters, gradients and optimizer state already "
+          "live in CPU memory");
+    else
+      ft::log::info("fsdp: cpu_offload: shards, gradients and the optimizer step stay in CPU memory; {} computes",
+                    args.device.str());
+  }
+  return std::make_unique<FullySharded>(args, mesh, std::move(options), cfg);
 }
 
 }  // namespace

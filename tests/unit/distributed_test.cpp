@@ -58,6 +58,16 @@ INSTANTIATE_TEST_SUITE_P(
         LaunchCase{"fsdp_keep_gathered", "llama3_untied_ga2", 2, 2, 1,
                    "parallelism._component_=fthost.parallelism.fsdp parallelism.reshard_after_forward=false"},
         LaunchCase{"fsdp_tied_clipped", "qwen2_tied_ga2_clip", 2, 2, 1, ""},  // default: fsdp, as torchtune
+        LaunchCase{"fsdp_custom_sharded_layers", "llama3_untied_ga2", 2, 2, 1,
+                   "'custom_sharded_layers=[\"tok_embeddings\", \"output\"]'"},
+        LaunchCase{"fsdp_tied_custom_sharded_layers", "qwen2_tied_ga2_clip", 2, 2, 1,
+                   "'custom_sharded_layers=[\"tok_embeddings\", \"output\"]'"},
+        LaunchCase{"fsdp_keep_gathered_accumulating_custom_sharded_layers", "llama3_untied_ga2", 2, 1, 2,
+                   "parallelism._component_=fthost.parallelism.fsdp parallelism.reshard_after_forward=false "
+                   "'parallelism.custom_sharded_layers=[\"tok_embeddings\", \"output\"]'"},
+        LaunchCase{"hsdp_2x2_custom_sharded_layers", "llama3_untied_ga2", 4, 1, 1,
+                   "parallelism._component_=fthost.parallelism.hsdp parallelism.data_parallel_replicate_dim=2 "
+                   "'parallelism.custom_sharded_layers=[\"tok_embeddings\", \"output\"]'"},
         LaunchCase{"ddp_2ranks", "llama3_untied_ga2", 2, 2, 1, "parallelism._component_=fthost.parallelism.ddp"},
         LaunchCase{"ddp_accumulating_clipped", "qwen2_tied_ga2_clip", 2, 1, 2,
                    "parallelism._component_=fthost.parallelism.ddp"},
@@ -89,6 +99,108 @@ TEST(Distributed, FsdpHoldsHalfTheParametersPerRank) {
   const double held = std::stod(m[1]), full = std::stod(m[2]);
   EXPECT_GE(held / full, 0.5);
   EXPECT_LT(held / full, 0.51);
+}
+
+// custom_sharded_layers: the embedding and output projection become sharding units of their own.
+// The arithmetic is the same (the same gathered values feed the same operations), so the losses
+// and final weights are bitwise those of the run without it, while rank 0 holds fewer gathered
+// bytes at its peak: the vocab-sized matrices are no longer gathered with the root for the
+// whole micro-batch, on top of a layer.
+struct ShardedRun {
+  std::string metrics;
+  std::string weights;
+  std::string weights_path;
+  long long peak_gathered_bytes = -1;
+  std::string output;
+};
+
+ShardedRun run_sharded(const std::string& golden, const std::string& loss, const std::string& overrides) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", config_for(golden, loss, out, 2, 1));
+  const auto r = fttest::run_fthost("--nproc-per-node 2 --config " + config +
+                                    " parallelism._component_=fthost.parallelism.fsdp " + overrides);
+  ShardedRun run;
+  run.output = r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return run;
+  run.metrics = fttest::read_file(out + "/logs/metrics.jsonl");
+  run.weights_path = out + "/epoch_0/model.safetensors";
+  run.weights = fttest::read_file(run.weights_path);
+  std::smatch m;
+  if (std::regex_search(
+          r.output, m,
+          std::regex("at most (\\d+) bytes of gathered parameters were held at once on rank 0 while training")))
+    run.peak_gathered_bytes = std::stoll(m[1]);
+  return run;
+}
+
+// `clipped`: the gradient is clipped by its norm, a float sum over each rank's shard whose layout
+// the extra units change, so the weights then agree to rounding rather than bitwise.
+void expect_separate_units_change_only_memory(const std::string& golden, const std::string& loss, bool clipped) {
+  const ShardedRun plain = run_sharded(golden, loss, "");
+  const ShardedRun separate =
+      run_sharded(golden, loss, "'parallelism.custom_sharded_layers=[\"tok_embeddings\", \"output\"]'");
+  ASSERT_FALSE(plain.metrics.empty());
+  ASSERT_FALSE(separate.metrics.empty());
+  // The logged losses and learning rates, digit for digit (timings aside).
+  const std::regex numbers("\"(loss|lr)\": ?[-0-9.e+]+");
+  auto logged = [&](const std::string& text) {
+    std::string all;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), numbers); it != std::sregex_iterator(); ++it)
+      all += it->str() + "\n";
+    return all;
+  };
+  EXPECT_FALSE(logged(plain.metrics).empty()) << plain.metrics;
+  EXPECT_EQ(logged(separate.metrics), logged(plain.metrics));
+  if (!clipped) {
+    EXPECT_TRUE(separate.weights == plain.weights) << "final weights differ";
+  } else {
+    const auto a = read_f32_safetensors(plain.weights_path), b = read_f32_safetensors(separate.weights_path);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, values] : a) {
+      ASSERT_EQ(values.size(), b.at(name).size()) << name;
+      for (std::size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(values[i], b.at(name)[i], 1e-6) << name << " " << i;
+    }
+  }
+  // The gradient norm: the same sum in another order.
+  const std::regex norms("\"grad_norm\": ?([-0-9.e+]+)");
+  std::vector<double> plain_norms, separate_norms;
+  for (auto it = std::sregex_iterator(plain.metrics.begin(), plain.metrics.end(), norms); it != std::sregex_iterator();
+       ++it)
+    plain_norms.push_back(std::stod((*it)[1]));
+  for (auto it = std::sregex_iterator(separate.metrics.begin(), separate.metrics.end(), norms);
+       it != std::sregex_iterator(); ++it)
+    separate_norms.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(plain_norms.size(), separate_norms.size());
+  for (std::size_t i = 0; i < plain_norms.size(); ++i)
+    EXPECT_NEAR(plain_norms[i], separate_norms[i], 1e-6 * plain_norms[i]);
+  ASSERT_GT(plain.peak_gathered_bytes, 0) << plain.output;
+  ASSERT_GT(separate.peak_gathered_bytes, 0) << separate.output;
+  EXPECT_LT(separate.peak_gathered_bytes, plain.peak_gathered_bytes);
+}
+
+TEST(Distributed, CustomShardedLayersChangeOnlyPeakGatheredBytes) {
+  expect_separate_units_change_only_memory("llama3_untied_ga2", kLoss, /*clipped=*/false);
+}
+
+// The loss projects the hidden state itself through model.output_weight(), after the forward.
+TEST(Distributed, CustomShardedLayersWithLinearCrossEntropy) {
+  expect_separate_units_change_only_memory("llama3_untied_ga2", "torchtune.modules.loss.LinearCrossEntropyLoss",
+                                           /*clipped=*/false);
+}
+
+// A tied model's output is the embedding: "output" names no module of its own, as in torchtune.
+TEST(Distributed, CustomShardedLayersOnATiedModel) {
+  expect_separate_units_change_only_memory("qwen2_tied_ga2_clip", kLoss, /*clipped=*/true);
+}
+
+TEST(Distributed, CustomShardedLayersRefuseAnUnknownModule) {
+  const std::string out = fttest::temp_dir();
+  const auto r = fttest::run_fthost("--nproc-per-node 2 --config " + golden_config("llama3_untied_ga2", out, 2, 1) +
+                                    " 'custom_sharded_layers=[\"tok_embeddings\", \"lm_head\"]'");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("custom_sharded_layers"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"lm_head\""), std::string::npos) << r.output;
 }
 
 // torchrun's way: the caller starts every rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.

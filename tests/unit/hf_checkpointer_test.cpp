@@ -388,8 +388,14 @@ TEST_F(HfCheckpointer, ConfigErrorsSayWhatIsWrong) {
   EXPECT_NE(no_dir.find("/nonexistent/model: checkpoint directory does not exist"), std::string::npos) << no_dir;
   auto no_output = fttest::error_of<ft::ConfigError>([&] { checkpointer("model_type = \"LLAMA3\"\n", ""); });
   EXPECT_NE(no_output.find("checkpointer.output_dir: no output directory"), std::string::npos) << no_output;
-  // recipe_checkpoint is accepted (and ignored) so torchtune configs validate.
+  // recipe_checkpoint: torchtune reads it only to resume, so a run that does not resume accepts it...
   EXPECT_NO_THROW(checkpointer("model_type = \"LLAMA3\"\nrecipe_checkpoint = \"recipe_state.pt\"\n", "/tmp/unused"));
+  // ...and a resume, which would need torchtune's recipe_state.pt, refuses it.
+  auto recipe_state =
+      config_error("model_type = \"LLAMA3\"\nrecipe_checkpoint = \"recipe_state.pt\"\nresume_from_checkpoint = true\n");
+  EXPECT_NE(recipe_state.find("checkpointer.recipe_checkpoint: torchtune's recipe_state.pt cannot be read"),
+            std::string::npos)
+      << recipe_state;
 }
 
 }  // namespace

@@ -48,6 +48,28 @@ TEST(TorchtuneKeyRewrites, SeveralRanksShardWithTheTopLevelFsdpKeys) {
   EXPECT_EQ(p.get<std::vector<std::string>>("custom_sharded_layers"), std::vector<std::string>{"output"});
 }
 
+TEST(TorchtuneKeyRewrites, MovedFsdpKeysLeaveTheTopLevel) {
+  // The effective config is written from the rewritten document and must load again.
+  Loaded c = load("fsdp_cpu_offload = true\ndata_parallel_shard_dim = 2\n");
+  fthost::rewrite_parallelism_keys(*c.doc, c.root, /*world_size=*/2, /*rank=*/1);
+  EXPECT_TRUE(c.root.table("parallelism").get<bool>("cpu_offload"));
+  EXPECT_EQ(c.root.table("parallelism").get<std::int64_t>("data_parallel_shard_dim"), 2);
+  EXPECT_FALSE(c.root.has("fsdp_cpu_offload"));
+  EXPECT_FALSE(c.root.has("data_parallel_shard_dim"));
+}
+
+TEST(TorchtuneKeyRewrites, TopLevelFsdpKeyBesideAParallelismTableIsRefused) {
+  // The table's strategy would never see it: refused instead of silently unused.
+  Loaded c = load("custom_sharded_layers = [\"output\"]\n[parallelism]\n_component_ = \"fthost.parallelism.fsdp\"\n");
+  try {
+    fthost::rewrite_parallelism_keys(*c.doc, c.root, /*world_size=*/2, /*rank=*/0);
+    FAIL() << "expected a ConfigError";
+  } catch (const ft::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("custom_sharded_layers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("parallelism.custom_sharded_layers"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TorchtuneKeyRewrites, CollateFnBecomesATable) {
   EXPECT_EQ(collate_of(kUnpacked), "torchtune.data.padded_collate_sft");
   Loaded c = load(std::string("collate_fn = \"acme.my_collate\"\n") + kUnpacked);

@@ -47,6 +47,15 @@ struct NamedTensor {
 struct ShardingUnit {
   std::string name;                    // e.g. "layers.3"
   std::vector<at::Tensor> parameters;  // the live parameters (same storage as the module's)
+
+  // --- Separately sharded modules (torchtune's custom_sharded_layers) ---
+  // false for a unit whose backward needs no parameter values (an embedding lookup): its
+  // parameters can be freed right after its forward, whatever reshard_after_forward says.
+  bool backward_needs_parameters = true;
+  // true for a unit used after the layers, possibly by the loss after the model's forward has
+  // returned (the output projection): the model calls before_forward() on every use and never
+  // after_forward(); its parameters stay gathered until the backward reaches the last layer.
+  bool used_after_layers = false;
 };
 
 // Called by the model around each unit's forward, so a strategy can gather the unit's
@@ -104,6 +113,18 @@ class Model {
   // set_activation_checkpointing, on CUDA runs only.
   virtual void set_activation_offloading(bool offload) {
     if (offload) throw Error("this model does not support activation offloading");
+  }
+
+  // --- Separately sharded modules (torchtune's custom_sharded_layers) ---
+  // Makes each named module (torchtune's module names: "tok_embeddings", "output") a sharding
+  // unit of its own, listed by sharding_units() after the layers, and has the model call the unit
+  // hooks around its use. Names of modules that already are units ("layers.3") are accepted as
+  // they are. Returns a note for each name accepted without effect (a tied "output"). Throws
+  // ft::Error naming every name the model has no module for.
+  virtual std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) {
+    if (!module_names.empty())
+      throw Error("this model has no modules it can shard separately (asked for " + module_names.front() + ")");
+    return {};
   }
 };
 

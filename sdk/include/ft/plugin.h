@@ -18,7 +18,7 @@
 // Major 3: ft::Checkpointer split from ft::TrainingCheckpointStorage, registry entries carry
 // capabilities, and MetricLogger closes through close(exit_code) / on_close; a 2.x plugin's
 // vtables no longer match and it would crash.
-#define FT_ABI_MAJOR 3
+#define FT_ABI_MAJOR 4
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 

@@ -4,6 +4,7 @@
 // conditionals.
 #pragma once
 
+#include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/cuda.h>
@@ -68,6 +69,14 @@ inline void allocate_storage(const at::Tensor& tensor, std::size_t nbytes) {
   c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
   storage->set_nbytes(nbytes);
+}
+
+// A CPU copy of an accelerator tensor for CPU offloading, in page-locked memory so the copies
+// back to the device can overlap (pinned memory needs an accelerator build: call it only there).
+inline at::Tensor to_cpu_for_offload(const at::Tensor& tensor) {
+  at::Tensor host = at::empty(tensor.sizes(), tensor.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(tensor);
+  return host;
 }
 
 inline bool storage_allocated(const at::Tensor& tensor) { return tensor.storage().nbytes() > 0; }
