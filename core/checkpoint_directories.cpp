@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
+#include <string_view>
 #include <tuple>
 
 namespace fthost {
@@ -16,18 +16,31 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_checkpoint_tag(const std::string& name) {
-  static const std::regex pattern("(epoch|step)_[0-9]+");
-  return std::regex_match(name, pattern);
+bool all_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// Names are matched by hand rather than with std::regex: a PyTorch wheel exports std::regex
+// instantiations built by another compiler, and a process linking one crashed in them.
+bool is_checkpoint_tag(std::string_view name) {
+  for (std::string_view prefix : {"epoch_", "step_"})
+    if (name.substr(0, prefix.size()) == prefix) return all_digits(name.substr(prefix.size()));
+  return false;
 }
 
 // `.<tag>.<role>-<id>`: sets `tag` and `role` when `name` is a leftover of the protocol.
 bool parse_leftover_name(const std::string& name, std::string& tag, std::string& role) {
-  static const std::regex pattern("\\.((?:epoch|step)_[0-9]+)\\.(partial|deleting|old)-[0-9]+");
-  std::smatch match;
-  if (!std::regex_match(name, match, pattern)) return false;
-  tag = match[1];
-  role = match[2];
+  if (name.size() < 2 || name[0] != '.') return false;
+  const auto tag_end = name.find('.', 1);
+  const auto dash = name.rfind('-');
+  if (tag_end == std::string::npos || dash == std::string::npos || dash < tag_end) return false;
+  const std::string_view view(name);
+  const std::string_view candidate_tag = view.substr(1, tag_end - 1);
+  const std::string_view candidate_role = view.substr(tag_end + 1, dash - tag_end - 1);
+  if (!is_checkpoint_tag(candidate_tag) || !all_digits(view.substr(dash + 1))) return false;
+  if (candidate_role != "partial" && candidate_role != "deleting" && candidate_role != "old") return false;
+  tag = std::string(candidate_tag);
+  role = std::string(candidate_role);
   return true;
 }
 

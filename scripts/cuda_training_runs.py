@@ -7,6 +7,7 @@ asserted; the output is read and quoted in docs/performance.md.
   scripts/cuda_training_runs.py FTHOST REPORT_DIR [--quick]
 """
 import json
+import shutil
 import pathlib
 import random
 import statistics
@@ -29,7 +30,8 @@ def random_tokens(path, samples, seq_len, vocab):
 
 
 def run(name, config, overrides, launcher=()):
-    out = pathlib.Path(tempfile.mkdtemp(prefix="fthost-cuda-"))
+    # In memory: a 1B model's checkpoint at the end of the epoch would otherwise cost disk time.
+    out = pathlib.Path(tempfile.mkdtemp(prefix="fthost-cuda-", dir="/dev/shm"))
     args = [str(FTHOST), *launcher, "--config", str(config), f"output_dir={out}",
             "metric_logger._component_=torchtune.training.metric_logging.DiskLogger",
             f"metric_logger.log_dir={out}/logs", "metric_logger.filename=metrics.jsonl",
@@ -40,10 +42,12 @@ def run(name, config, overrides, launcher=()):
     (REPORT / "runs").mkdir(exist_ok=True)
     (REPORT / "runs" / f"{name}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
+        shutil.rmtree(out, ignore_errors=True)
         tail = "\n    ".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
         print(f"{name:28s} FAILED rc={proc.returncode} ({wall:.0f} s)\n    {tail}", flush=True)
         return None
     rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
+    shutil.rmtree(out, ignore_errors=True)
     steady = rows[1:] or rows
     tps = statistics.median(r["tokens_per_second_per_gpu"] for r in steady)
     peak = max(r.get("peak_memory_active", r.get("peak_memory_rss", 0)) for r in rows)
@@ -82,9 +86,17 @@ data = pathlib.Path(tempfile.mkdtemp()) / "tokens.jsonl"
 random_tokens(data, 8, 2048, 128256)
 big = ROOT / "bench" / "configs" / "llama_125m.toml"
 common = ["~model", "model._component_=torchtune.models.llama3_2.llama3_2_1b", f"dataset.source={data}", "batch_size=1",
-          "max_steps_per_epoch=5", "device=cuda", "num_threads=8"]
-for dtype in ["bf16", "fp32"]:
-    for name, extra in [("", []), (" AC", ["enable_activation_checkpointing=true"]),
-                        (" AC+offload", ["enable_activation_checkpointing=true", "enable_activation_offloading=true"]),
-                        (" AC+opt-in-bwd", ["enable_activation_checkpointing=true", "optimizer_in_bwd=true"])]:
-        run(f"1B {dtype}{name}", big, common + [f"dtype={dtype}"] + extra)
+          "max_steps_per_epoch=4", "device=cuda", "num_threads=8"]
+variants = [("", []), (" AC", ["enable_activation_checkpointing=true"]),
+            (" AC+offload", ["enable_activation_checkpointing=true", "enable_activation_offloading=true"]),
+            (" AC+opt-in-bwd", ["enable_activation_checkpointing=true", "optimizer_in_bwd=true"])]
+results = {}
+for dtype, chosen in [("bf16", variants), ("fp32", [variants[0], variants[3]])]:
+    for name, extra in chosen:
+        results[dtype + name] = run(f"1B {dtype}{name}", big, common + [f"dtype={dtype}"] + extra)
+    base = results.get(dtype)
+    for name, _ in chosen[1:]:
+        other = results.get(dtype + name)
+        if base and other:
+            print(f"    1B {dtype}{name} vs none: step time x{base['tokens_per_s'] / other['tokens_per_s']:.2f}, "
+                  f"peak {other['peak_gib']:.2f} vs {base['peak_gib']:.2f} GiB", flush=True)
