@@ -52,8 +52,10 @@ def run(name, overrides, limit_bytes):
     if proc.returncode != 0:
         text = proc.stdout + proc.stderr
         why = "does not fit" if ("memory" in text.lower() or proc.returncode < 0) else f"failed rc={proc.returncode}"
-        last = text.strip().splitlines()[-1:] or [""]
-        print(f"{name:36s} {why:>14s} within {limit_bytes / 2**30:.0f} GiB ({wall:.0f} s): {last[0][:150]}", flush=True)
+        lines = text.strip().splitlines() or [""]
+        reason = next((l for l in lines if "memory" in l.lower() or "error" in l.lower()), lines[-1])
+        print(f"{name:36s} {why:>14s} within {limit_bytes / 2**30:.0f} GiB ({wall:.0f} s): {reason.strip()[:150]}",
+              flush=True)
         return None
     rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
     steady = rows[1:] or rows

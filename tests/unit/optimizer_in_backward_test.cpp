@@ -190,6 +190,31 @@ TEST_F(OptimizerInBackward, OrdinaryRunResumesFromItsCheckpoint) {
 }
 
 // The seed's two conflicts, with its wording, name the key; without them the config is valid.
+// Both memory features at once: checkpointing recomputes each layer inside backward, where the
+// in-backward steps of that layer's parameters then run. The recompute repeats the same float32
+// operations, so the run is bit for bit the optimizer-in-backward run without checkpointing,
+// on one rank and with FSDP (which must gather a layer again before its recompute).
+TEST_F(OptimizerInBackward, ActivationCheckpointingLeavesItBitwiseUnchanged) {
+  for (const std::string launch : {"", "--nproc-per-node 2 parallelism._component_=fthost.parallelism.fsdp"}) {
+    SCOPED_TRACE(launch.empty() ? "single rank" : launch);
+    const int batch_size = launch.empty() ? 4 : 2;
+    const std::string plain = fttest::temp_dir(), checkpointed = fttest::temp_dir();
+    auto a = train(plain, launch + " optimizer_in_bwd=true", batch_size);
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    auto b = train(checkpointed, launch + " optimizer_in_bwd=true enable_activation_checkpointing=true", batch_size);
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_NE(b.output.find("activation checkpointing: 2 of 2 layers"), std::string::npos) << b.output;
+    const auto rows_a = metrics_of(plain), rows_b = metrics_of(checkpointed);
+    ASSERT_EQ(rows_a.size(), rows_b.size());
+    ASSERT_FALSE(rows_a.empty());
+    for (std::size_t i = 0; i < rows_a.size(); ++i)
+      EXPECT_EQ(rows_a[i].at("loss").get<double>(), rows_b[i].at("loss").get<double>()) << "step " << i + 1;
+    EXPECT_TRUE(fttest::golden::read_saved_model(plain + "/epoch_0") ==
+                fttest::golden::read_saved_model(checkpointed + "/epoch_0"))
+        << "final weights differ";
+  }
+}
+
 TEST(OptimizerInBackwardConfig, ConflictsWithClippingAndAccumulation) {
   const std::string out = fttest::temp_dir();
   const std::string config = fttest::write_temp("run.toml", fttest::golden::config_for(kCase, kLoss, out, 4, 1));
