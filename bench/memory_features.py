@@ -17,24 +17,17 @@ import argparse
 import json
 import os
 import pathlib
-import random
 import resource
 import statistics
 import subprocess
 import tempfile
 import time
 
+from run import random_token_data  # bench/run.py, beside this file
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FTHOST = ROOT / "build" / "bin" / "fthost"
 CONFIG = ROOT / "bench" / "configs" / "llama_125m.toml"
-
-
-def random_tokens(path, samples, seq_len, vocab):
-    rng = random.Random(0)
-    with open(path, "w") as f:
-        for _ in range(samples):
-            t = [rng.randrange(vocab) for _ in range(seq_len)]
-            f.write(json.dumps({"tokens": t, "labels": t}) + "\n")
 
 
 def run(name, overrides, limit_bytes):
@@ -94,7 +87,7 @@ def main():
 
     if a.only in (None, "1b"):
         data = data_dir / "tokens_1b.jsonl"
-        random_tokens(data, 4, 2048, 128256)
+        random_token_data(data, 4, 2048, 128256)
         model = ["~model", "model._component_=torchtune.models.llama3_2.llama3_2_1b", f"dataset.source={data}",
                  "batch_size=1", f"max_steps_per_epoch={a.steps}"]
         for dtype in a.dtypes.split(","):
@@ -105,7 +98,7 @@ def main():
 
     if a.only in (None, "125m"):
         data = data_dir / "tokens_125m.jsonl"
-        random_tokens(data, 8 * a.steps, 1024, 32000)
+        random_token_data(data, 8 * a.steps, 1024, 32000)
         model = [f"dataset.source={data}", "model.max_seq_len=1024", "batch_size=8", f"max_steps_per_epoch={a.steps}"]
         results = {v: run(f"125M fp32 batch 8x1024 {v}", model + logger + variants[v], limit)
                    for v in ("none", "ac")}

@@ -55,7 +55,7 @@ std::int64_t positive(const ft::ConfigNode& root, const char* key) {
 }
 
 void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s) {
-  if (root.get<bool>("optimizer_in_bwd", false)) {
+  if (s.optimizer_in_bwd) {
     // The seed's incompatibilities, with its wording.
     if (s.clip_grad_norm)
       root.fail("optimizer_in_bwd",
@@ -67,7 +67,7 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
                 "Please set gradient_accumulation_steps=1, or optimizer_in_bwd=False.");
   }
   const bool checkpointing = root.get<bool>("enable_activation_checkpointing", false);
-  if (root.get<bool>("enable_activation_offloading", false)) {
+  if (s.activation_checkpointing.offload) {
     if (!s.device.is_cuda())
       root.fail("enable_activation_offloading",
                 "enable_activation_offloading should only be True when training on CUDA");

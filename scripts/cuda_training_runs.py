@@ -9,7 +9,6 @@ asserted; the output is read and quoted in docs/performance.md.
 import json
 import shutil
 import pathlib
-import random
 import statistics
 import subprocess
 import sys
@@ -19,14 +18,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FTHOST = pathlib.Path(sys.argv[1]).resolve()
 REPORT = pathlib.Path(sys.argv[2]).resolve()
-
-
-def random_tokens(path, samples, seq_len, vocab):
-    rng = random.Random(0)
-    with open(path, "w") as f:
-        for _ in range(samples):
-            t = [rng.randrange(vocab) for _ in range(seq_len)]
-            f.write(json.dumps({"tokens": t, "labels": t}) + "\n")
+sys.path.insert(0, str(ROOT / "bench"))
+from run import random_token_data  # noqa: E402  (bench/run.py)
 
 
 def run(name, config, overrides, launcher=()):
@@ -83,7 +76,7 @@ if "--quick" in sys.argv:
     sys.exit(0)
 print("-- Llama-3.2-1B shape (1.24B parameters), random init, batch 1 x 2048")
 data = pathlib.Path(tempfile.mkdtemp()) / "tokens.jsonl"
-random_tokens(data, 8, 2048, 128256)
+random_token_data(data, 8, 2048, 128256)
 big = ROOT / "bench" / "configs" / "llama_125m.toml"
 common = ["~model", "model._component_=torchtune.models.llama3_2.llama3_2_1b", f"dataset.source={data}", "batch_size=1",
           "max_steps_per_epoch=4", "device=cuda", "num_threads=8"]

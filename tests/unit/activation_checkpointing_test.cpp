@@ -2,6 +2,7 @@
 // graph keeps), and whole runs through the fthost binary that checkpoint every layer or every
 // second layer and must train exactly as the same run without checkpointing, on one rank, with
 // FSDP and with DDP; the config refusals name their key.
+#include "autograd_graph.h"
 #include "golden_cases.h"
 #include "test_helpers.h"
 
@@ -99,19 +100,7 @@ TEST(Checkpointed, DropoutDrawsTheSameMaskInTheRecompute) {
   EXPECT_FALSE(at::equal(plain.of_parameters[0], other_masks.of_parameters[0]));
 }
 
-// Every node reachable from `root`, counted once.
-std::size_t graph_size(const std::shared_ptr<torch::autograd::Node>& root, std::set<std::string>* names = nullptr) {
-  std::set<torch::autograd::Node*> seen;
-  std::vector<torch::autograd::Node*> todo{root.get()};
-  while (!todo.empty()) {
-    torch::autograd::Node* node = todo.back();
-    todo.pop_back();
-    if (!node || !seen.insert(node).second) continue;
-    if (names) names->insert(node->name());
-    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
-  }
-  return seen.size();
-}
+using fttest::graph_size;
 
 // The checkpointed steps leave one node each in the graph, holding only their input: none of
 // the matmul / tanh / mul nodes (and the activations they save) exist until backward.

@@ -1,6 +1,7 @@
 // The Llama model's activation checkpointing: the layers it is told to checkpoint leave one
 // autograd node each instead of their own graphs, and its gradients stay exactly those of the
 // model without checkpointing.
+#include "autograd_graph.h"
 #include "builtin_plugins.h"
 #include "tiny_llama.h"
 
@@ -21,17 +22,7 @@ class LlamaActivationCheckpointing : public fttest::BuiltinPluginsTest {
   }
 };
 
-std::size_t graph_size(const std::shared_ptr<torch::autograd::Node>& root) {
-  std::set<torch::autograd::Node*> seen;
-  std::vector<torch::autograd::Node*> todo{root.get()};
-  while (!todo.empty()) {
-    torch::autograd::Node* node = todo.back();
-    todo.pop_back();
-    if (!node || !seen.insert(node).second) continue;
-    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
-  }
-  return seen.size();
-}
+using fttest::graph_size;
 
 struct Result {
   std::size_t graph_nodes;
