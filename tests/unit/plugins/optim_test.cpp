@@ -5,7 +5,13 @@
 
 #include <ft/optimizer.h>
 
+#include <ATen/Parallel.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 #include <torch/torch.h>
+
+#include <functional>
 
 namespace {
 
@@ -83,6 +89,111 @@ TEST_F(Optimizers, OptimizerRejectsBadBetas) {
   auto msg =
       fttest::error_of<ft::ConfigError>([&] { optimizer("_component_ = \"torch.optim.Adam\"\nbetas = [0.9]\n", p); });
   EXPECT_NE(msg.find("optimizer.betas: expected two numbers"), std::string::npos) << msg;
+}
+
+// The plugin's single-pass kernels against LibTorch's own torch::optim (an independent
+// implementation of the same update rules, one whole-tensor op at a time) over several steps on
+// tensors large enough to be split across threads: within 1e-6 relative in float32.
+struct ReferenceCase {
+  std::string keys;  // the plugin's config
+  std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)> reference;
+};
+
+std::vector<torch::Tensor> random_params(torch::ScalarType dtype) {
+  torch::manual_seed(11);
+  return {torch::randn({300, 257}).to(dtype), torch::randn({1000}).to(dtype), torch::randn({3}).to(dtype)};
+}
+
+void set_random_grads(std::vector<torch::Tensor>& params, int step) {
+  torch::manual_seed(100 + step);
+  for (auto& p : params) p.mutable_grad() = torch::randn(p.sizes()).to(p.scalar_type());
+}
+
+// Largest element difference relative to the tensor's largest value: element-wise relative
+// differences of values near zero measure only float32's absolute resolution.
+double max_relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
+  return ((a64 - b64).abs().max() / b64.abs().max()).item<double>();
+}
+
+std::vector<ReferenceCase> reference_cases() {
+  using namespace torch::optim;
+  return {
+      {"_component_ = \"torch.optim.AdamW\"\nlr = 0.01\nweight_decay = 0.1\n",
+       [](auto p) { return std::make_unique<AdamW>(p, AdamWOptions(0.01).weight_decay(0.1)); }},
+      {"_component_ = \"torch.optim.AdamW\"\nlr = 0.003\nbetas = [0.8, 0.95]\neps = 1e-6\namsgrad = true\n",
+       [](auto p) {
+         return std::make_unique<AdamW>(p, AdamWOptions(0.003).betas({0.8, 0.95}).eps(1e-6).amsgrad(true));
+       }},
+      {"_component_ = \"torch.optim.Adam\"\nlr = 0.01\nweight_decay = 0.05\n",
+       [](auto p) { return std::make_unique<Adam>(p, AdamOptions(0.01).weight_decay(0.05)); }},
+      {"_component_ = \"torch.optim.SGD\"\nlr = 0.05\nmomentum = 0.9\ndampening = 0.1\nweight_decay = 0.01\n",
+       [](auto p) {
+         return std::make_unique<SGD>(p, SGDOptions(0.05).momentum(0.9).dampening(0.1).weight_decay(0.01));
+       }},
+      {"_component_ = \"torch.optim.SGD\"\nlr = 0.05\nmomentum = 0.9\nnesterov = true\n",
+       [](auto p) { return std::make_unique<SGD>(p, SGDOptions(0.05).momentum(0.9).nesterov(true)); }},
+  };
+}
+
+TEST_F(Optimizers, SinglePassKernelsMatchTorchOptimWithin1e6) {
+  for (const auto& c : reference_cases()) {
+    auto ours = random_params(torch::kFloat32), theirs = random_params(torch::kFloat32);
+    auto opt = registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {ours});
+    auto reference = c.reference(theirs);
+    for (int step = 0; step < 5; ++step) {
+      set_random_grads(ours, step);
+      set_random_grads(theirs, step);
+      opt->step();
+      reference->step();
+    }
+    for (std::size_t i = 0; i < ours.size(); ++i)
+      EXPECT_LT(max_relative_difference(ours[i], theirs[i]), 1e-6) << c.keys << " parameter " << i;
+  }
+}
+
+// Element-wise kernels: the result cannot depend on how the elements are split across threads,
+// nor change between runs.
+TEST_F(Optimizers, SinglePassKernelsAreBitwiseRepeatableAcrossThreadCounts) {
+  const int threads_before = at::get_num_threads();
+  for (const auto& c : reference_cases()) {
+    std::vector<std::vector<torch::Tensor>> results;
+    for (int threads : {1, 2, 2}) {
+      at::set_num_threads(threads);
+      auto params = random_params(torch::kFloat32);
+      auto opt = registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {params});
+      for (int step = 0; step < 3; ++step) {
+        set_random_grads(params, step);
+        opt->step();
+      }
+      results.push_back(params);
+    }
+    for (std::size_t run = 1; run < results.size(); ++run)
+      for (std::size_t i = 0; i < results[0].size(); ++i)
+        EXPECT_TRUE(torch::equal(results[run][i], results[0][i])) << c.keys << " run " << run << " parameter " << i;
+  }
+  at::set_num_threads(threads_before);
+}
+
+// bfloat16 parameters and state are computed in float32 and rounded once per stored value: the
+// result stays within bfloat16's resolution (2^-8 relative) of a float32 run on the same values.
+TEST_F(Optimizers, Bfloat16StepsStayWithinBfloat16ResolutionOfFloat32) {
+  for (const auto& c : reference_cases()) {
+    auto half = random_params(torch::kBFloat16);
+    std::vector<torch::Tensor> full;
+    for (auto& p : half) full.push_back(p.to(torch::kFloat32));
+    auto opt_half = registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {half});
+    auto opt_full = registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {full});
+    set_random_grads(half, 0);
+    for (std::size_t i = 0; i < half.size(); ++i) full[i].mutable_grad() = half[i].grad().to(torch::kFloat32);
+    opt_half->step();
+    opt_full->step();
+    for (std::size_t i = 0; i < half.size(); ++i) {
+      EXPECT_EQ(half[i].scalar_type(), torch::kBFloat16);
+      const auto diff = (half[i].to(torch::kFloat32) - full[i]).abs();
+      EXPECT_TRUE((diff <= full[i].abs() * std::ldexp(1.0, -8) + 1e-30).all().item<bool>()) << c.keys;
+    }
+  }
 }
 
 }  // namespace

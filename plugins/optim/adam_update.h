@@ -1,0 +1,29 @@
+// One Adam / AdamW step over one tensor in a single pass: weight decay, both running moments,
+// bias correction and the parameter update are computed per element while it is in registers,
+// instead of torch::optim's chain of ten whole-tensor operations (each a pass over memory).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace ftoptim {
+
+struct AdamHyperparameters {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled_weight_decay = false;  // AdamW: p *= 1 - lr * wd; Adam: grad += wd * p
+  bool amsgrad = false;
+};
+
+// `step` is the step count after this update (1 on the first). The moments have the parameter's
+// shape and dtype; `max_exp_avg_sq` is used only with amsgrad. Float, double and bfloat16
+// tensors; bfloat16 is computed in float and rounded once per stored value.
+void adam_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg,
+                 const at::Tensor& exp_avg_sq, const at::Tensor& max_exp_avg_sq, std::int64_t step,
+                 const AdamHyperparameters& h);
+
+}  // namespace ftoptim

@@ -1,0 +1,22 @@
+// One SGD step (momentum, dampening, Nesterov, L2 weight decay) over one tensor in a single pass,
+// with torch.optim.SGD's update rule.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace ftoptim {
+
+struct SgdHyperparameters {
+  double lr = 0.0;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+// `momentum_buffer` is undefined without momentum; `first_step` makes the buffer a copy of the
+// gradient, as torch.optim.SGD does on a parameter's first step.
+void sgd_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& momentum_buffer, bool first_step,
+                const SgdHyperparameters& h);
+
+}  // namespace ftoptim

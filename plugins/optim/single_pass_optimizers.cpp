@@ -1,0 +1,280 @@
+// Plugin ft_optim: torch.optim.AdamW, torch.optim.Adam and torch.optim.SGD with torch.optim's
+// update rules and state layout, each step one pass over every tensor (adam_update.h,
+// sgd_update.h). torch's `fused` and `foreach` choose among implementations of the same update;
+// this plugin has one, the single-pass kernel, whatever they say.
+#include "adam_update.h"
+#include "sgd_update.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+#include <ft/optimizer.h>
+#include <ft/plugin.h>
+#include <ft/text.h>
+
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace {
+
+using ft::ValueType;
+
+// One parameter's state tensors by field name, as found in a checkpoint.
+using FieldTensors = std::map<std::string, at::Tensor>;
+
+// A copy of `saved` shaped and typed like `like`, for one state field.
+at::Tensor restored_like(const at::Tensor& like, const FieldTensors& fields, const std::string& field,
+                         const std::string& prefix) {
+  auto it = fields.find(field);
+  if (it == fields.end()) throw ft::Error("optimizer state \"" + prefix + field + "\" is missing");
+  const at::Tensor& saved = it->second;
+  if (saved.sizes() != like.sizes())
+    throw ft::Error("optimizer state \"" + prefix + field + "\": shape " + ft::shape_text(saved.sizes()) +
+                    " but the parameter is " + ft::shape_text(like.sizes()));
+  if (saved.scalar_type() != like.scalar_type())
+    throw ft::Error("optimizer state \"" + prefix + field + "\": dtype " + c10::toString(saved.scalar_type()) +
+                    " but the parameter is " + c10::toString(like.scalar_type()));
+  return at::empty_like(like, at::MemoryFormat::Contiguous).copy_(saved);
+}
+
+std::int64_t restored_step(const FieldTensors& fields, const std::string& prefix) {
+  auto it = fields.find("step");
+  if (it == fields.end()) throw ft::Error("optimizer state \"" + prefix + "step\" is missing");
+  if (it->second.numel() != 1 || it->second.scalar_type() != at::kLong)
+    throw ft::Error("optimizer state \"" + prefix + "step\": expected one int64 step count");
+  return it->second.item<std::int64_t>();
+}
+
+// torch.optim.Adam / AdamW's per-parameter state, under torch.optim's names.
+struct AdamState {
+  std::int64_t step = 0;
+  at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+
+  void save(const std::string& prefix, std::vector<ft::NamedTensor>& out) const {
+    out.push_back({prefix + "step", at::scalar_tensor(step, at::kLong)});
+    out.push_back({prefix + "exp_avg", exp_avg});
+    out.push_back({prefix + "exp_avg_sq", exp_avg_sq});
+    if (max_exp_avg_sq.defined()) out.push_back({prefix + "max_exp_avg_sq", max_exp_avg_sq});
+  }
+  static AdamState load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+    AdamState st;
+    st.step = restored_step(fields, prefix);
+    st.exp_avg = restored_like(param, fields, "exp_avg", prefix);
+    st.exp_avg_sq = restored_like(param, fields, "exp_avg_sq", prefix);
+    if (fields.count("max_exp_avg_sq")) st.max_exp_avg_sq = restored_like(param, fields, "max_exp_avg_sq", prefix);
+    return st;
+  }
+};
+
+// torch.optim.SGD's only state: the momentum buffer (none without momentum).
+struct SgdState {
+  at::Tensor momentum_buffer;
+
+  void save(const std::string& prefix, std::vector<ft::NamedTensor>& out) const {
+    if (momentum_buffer.defined()) out.push_back({prefix + "momentum_buffer", momentum_buffer});
+  }
+  static SgdState load(const at::Tensor& param, const FieldTensors& fields, const std::string& prefix) {
+    return SgdState{restored_like(param, fields, "momentum_buffer", prefix)};
+  }
+};
+
+// What Adam and SGD share: the parameters, their lazily created state (torch creates a
+// parameter's state on its first step with a gradient), zero_grad, lr and the state's export.
+template <class State>
+class SinglePassOptimizer : public ft::Optimizer {
+ public:
+  explicit SinglePassOptimizer(std::vector<at::Tensor> params) : params_(std::move(params)), state_(params_.size()) {}
+
+  void zero_grad(bool set_to_none) override {
+    for (auto& p : params_) {
+      if (!p.mutable_grad().defined()) continue;
+      if (set_to_none) {
+        p.mutable_grad() = at::Tensor();
+      } else {
+        p.mutable_grad().detach_();
+        p.mutable_grad().zero_();
+      }
+    }
+  }
+
+  std::vector<ft::NamedTensor> state() const override {
+    std::vector<ft::NamedTensor> out;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (state_[i]) state_[i]->save(prefix(i), out);
+    return out;
+  }
+
+  void load_state(const std::vector<ft::NamedTensor>& state) override {
+    std::map<std::size_t, FieldTensors> by_param;
+    for (const ft::NamedTensor& t : state) {
+      // state.<i>.<field>
+      const auto dot = t.name.find('.', 6);
+      std::size_t index = params_.size();
+      if (t.name.rfind("state.", 0) == 0 && dot != std::string::npos) {
+        try {
+          index = std::stoul(t.name.substr(6, dot - 6));
+        } catch (const std::exception&) {
+        }
+      }
+      if (index >= params_.size())
+        throw ft::Error("optimizer state \"" + t.name + "\": not state.<i>.<field> for one of the " +
+                        std::to_string(params_.size()) + " parameters this optimizer steps");
+      by_param[index][t.name.substr(dot + 1)] = t.tensor;
+    }
+    std::vector<std::optional<State>> loaded(params_.size());
+    for (const auto& [index, fields] : by_param) loaded[index] = State::load(params_[index], fields, prefix(index));
+    state_ = std::move(loaded);
+  }
+
+ protected:
+  static std::string prefix(std::size_t index) { return "state." + std::to_string(index) + "."; }
+
+  std::vector<at::Tensor> params_;
+  std::vector<std::optional<State>> state_;
+};
+
+class AdamOptimizer final : public SinglePassOptimizer<AdamState> {
+ public:
+  AdamOptimizer(std::vector<at::Tensor> params, ftoptim::AdamHyperparameters hyper)
+      : SinglePassOptimizer(std::move(params)), hyper_(hyper) {}
+
+  void step() override {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& p = params_[i];
+      const at::Tensor& grad = p.grad();
+      if (!grad.defined()) continue;
+      if (!state_[i]) {
+        AdamState fresh;
+        fresh.exp_avg = at::zeros_like(p, at::MemoryFormat::Contiguous);
+        fresh.exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
+        if (hyper_.amsgrad) fresh.max_exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
+        state_[i] = std::move(fresh);
+      }
+      AdamState& st = *state_[i];
+      if (hyper_.amsgrad && !st.max_exp_avg_sq.defined())
+        throw ft::Error("optimizer state \"" + prefix(i) +
+                        "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
+      st.step += 1;
+      ftoptim::adam_update(p, grad.is_contiguous() ? grad : grad.contiguous(), st.exp_avg, st.exp_avg_sq,
+                           st.max_exp_avg_sq, st.step, hyper_);
+    }
+  }
+  double lr() const override { return hyper_.lr; }
+  void set_lr(double lr) override { hyper_.lr = lr; }
+
+ private:
+  ftoptim::AdamHyperparameters hyper_;
+};
+
+class SgdOptimizer final : public SinglePassOptimizer<SgdState> {
+ public:
+  SgdOptimizer(std::vector<at::Tensor> params, ftoptim::SgdHyperparameters hyper)
+      : SinglePassOptimizer(std::move(params)), hyper_(hyper) {}
+
+  void step() override {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& p = params_[i];
+      const at::Tensor& grad = p.grad();
+      if (!grad.defined()) continue;
+      bool first_step = false;
+      if (hyper_.momentum != 0 && (!state_[i] || !state_[i]->momentum_buffer.defined())) {
+        state_[i] = SgdState{at::empty_like(p, at::MemoryFormat::Contiguous)};
+        first_step = true;
+      }
+      ftoptim::sgd_update(p, grad.is_contiguous() ? grad : grad.contiguous(),
+                          state_[i] ? state_[i]->momentum_buffer : at::Tensor(), first_step, hyper_);
+    }
+  }
+  double lr() const override { return hyper_.lr; }
+  void set_lr(double lr) override { hyper_.lr = lr; }
+
+ private:
+  ftoptim::SgdHyperparameters hyper_;
+};
+
+std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {
+  auto b = cfg.get<std::vector<double>>("betas");
+  if (b.size() != 2) cfg.fail("betas", "expected two numbers [beta1, beta2], got " + std::to_string(b.size()));
+  for (int i = 0; i < 2; ++i)
+    if (!(b[i] >= 0 && b[i] < 1))
+      cfg.fail("betas", "beta" + std::to_string(i + 1) + " must be in [0, 1), got " + std::to_string(b[i]));
+  return {b[0], b[1]};
+}
+
+// Recorded so a user who asked for one of torch's kernels sees what runs instead.
+void note_implementation(const ft::ConfigNode& cfg) {
+  for (const char* key : {"fused", "foreach"})
+    if (cfg.get<bool>(key))
+      ft::log::info("{}: {}=true: fthost's single-pass multi-threaded kernel runs (it always does)", cfg.path(), key);
+}
+
+constexpr const char* kFusedHelp = "torch's fused kernel: fthost always runs its own single-pass kernel";
+constexpr const char* kForeachHelp = "torch's multi-tensor kernel: fthost always runs its own single-pass kernel";
+
+ft::Schema adam_schema(const char* weight_decay_default) {
+  ft::Schema s;
+  s.optional("lr", ValueType::Float, "1e-3", "learning rate")
+      .optional("betas", ValueType::List, "[0.9, 0.999]", "coefficients of the running averages")
+      .optional("eps", ValueType::Float, "1e-8", "denominator term for numerical stability")
+      .optional("weight_decay", ValueType::Float, weight_decay_default, "weight decay")
+      .optional("amsgrad", ValueType::Bool, "false", "use the AMSGrad variant")
+      .optional("fused", ValueType::Bool, "false", kFusedHelp)
+      .optional("foreach", ValueType::Bool, "false", kForeachHelp);
+  return s;
+}
+
+ftoptim::AdamHyperparameters adam_hyperparameters(const ft::ConfigNode& cfg, bool decoupled) {
+  note_implementation(cfg);
+  ftoptim::AdamHyperparameters h;
+  h.lr = cfg.get<double>("lr");
+  std::tie(h.beta1, h.beta2) = betas_of(cfg);
+  h.eps = cfg.get<double>("eps");
+  h.weight_decay = cfg.get<double>("weight_decay");
+  h.amsgrad = cfg.get<bool>("amsgrad");
+  h.decoupled_weight_decay = decoupled;
+  return h;
+}
+
+void register_components(ft::Registry& reg) {
+  reg.add<ft::Optimizer>(
+      "torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
+      [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
+        return std::make_unique<AdamOptimizer>(std::move(args.params), adam_hyperparameters(cfg, true));
+      });
+  reg.add<ft::Optimizer>("torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
+                         [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
+                           return std::make_unique<AdamOptimizer>(std::move(args.params),
+                                                                  adam_hyperparameters(cfg, false));
+                         });
+  ft::Schema sgd;
+  sgd.required("lr", ValueType::Float, "learning rate")
+      .optional("momentum", ValueType::Float, "0.0", "momentum factor")
+      .optional("dampening", ValueType::Float, "0.0", "dampening for momentum")
+      .optional("weight_decay", ValueType::Float, "0.0", "L2 weight decay")
+      .optional("nesterov", ValueType::Bool, "false", "Nesterov momentum")
+      .optional("fused", ValueType::Bool, "false", kFusedHelp)
+      .optional("foreach", ValueType::Bool, "false", kForeachHelp);
+  reg.add<ft::Optimizer>("torch.optim.SGD", sgd, "stochastic gradient descent (torch.optim.SGD)",
+                         [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
+                           note_implementation(cfg);
+                           ftoptim::SgdHyperparameters h;
+                           h.lr = cfg.get<double>("lr");
+                           h.momentum = cfg.get<double>("momentum");
+                           h.dampening = cfg.get<double>("dampening");
+                           h.weight_decay = cfg.get<double>("weight_decay");
+                           h.nesterov = cfg.get<bool>("nesterov");
+                           if (h.nesterov && (h.momentum <= 0 || h.dampening != 0))
+                             cfg.fail("nesterov", "requires momentum > 0 and dampening = 0");
+                           return std::make_unique<SgdOptimizer>(std::move(args.params), h);
+                         });
+}
+
+}  // namespace
+
+FT_PLUGIN("ft_optim", "0.1.0", register_components)
