@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package fthost needs to build, test and run. Idempotent:
 # it asks apt only for what is missing and runs `apt-get update` at most once.
+#   bash scripts/setup.sh           what the build and the tests need
+#   bash scripts/setup.sh --bench   also Debian's python3-torch, for bench/compare_pytorch.py only
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,12 @@ packages=(
   libpcre2-dev libsentencepiece-dev libicu-dev
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 )
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)  # the PyTorch eager yardstick; never needed by a test
+elif [[ $# -gt 0 ]]; then
+  echo "setup: unknown option $1 (the only one is --bench)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
