@@ -1,6 +1,9 @@
 #include "rotary_embedding.h"
 
+#include <ft_kernels/fused_ops.h>
+
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 
@@ -24,18 +27,34 @@ at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
   return at::where(wavelen < high_freq_wavelen, freqs, scaled);
 }
 
+namespace {
+
+// The cos/sin tables depend only on the positions and the frequencies, which every layer of one
+// forward pass shares (and a checkpointed layer's recompute too): they are computed once per
+// positions tensor and reused while that tensor is unchanged. Holding the tensor keeps its
+// address from being reused by another.
+ft_kernels::RotaryTables shared_tables(const at::Tensor& positions, const at::Tensor& inverse_frequencies) {
+  struct Entry {
+    at::Tensor positions, inverse_frequencies;
+    std::int64_t version = -1;
+    ft_kernels::RotaryTables tables;
+  };
+  thread_local Entry entry;
+  if (positions.is_inference()) return ft_kernels::rotary_tables(positions, inverse_frequencies);
+  const auto version = static_cast<std::int64_t>(positions._version());
+  if (!entry.positions.is_same(positions) || !entry.inverse_frequencies.is_same(inverse_frequencies) ||
+      entry.version != version) {
+    at::NoGradGuard no_grad;
+    entry = Entry{positions, inverse_frequencies, version, ft_kernels::rotary_tables(positions, inverse_frequencies)};
+  }
+  return entry.tables;
+}
+
+}  // namespace
+
 at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions,
                                   const at::Tensor& inverse_frequencies) {
-  const std::int64_t half = x.size(-1) / 2;
-  at::Tensor pos = positions.dim() == 1 ? positions.unsqueeze(0) : positions;                   // [b or 1, s]
-  at::Tensor angles = pos.to(at::kFloat).unsqueeze(-1) * inverse_frequencies.to(pos.device());  // [b, s, half]
-  at::Tensor cos = angles.cos().unsqueeze(2);                                                   // [b, s, 1, half]
-  at::Tensor sin = angles.sin().unsqueeze(2);
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor x1 = xf.narrow(-1, 0, half);
-  at::Tensor x2 = xf.narrow(-1, half, half);
-  at::Tensor rotated = at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
-  return rotated.to(x.scalar_type());
+  return ft_kernels::rotary(x, shared_tables(positions, inverse_frequencies));
 }
 
 }  // namespace ft_llama

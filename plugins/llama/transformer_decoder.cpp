@@ -3,6 +3,7 @@
 #include "rotary_embedding.h"
 
 #include <ft/activation_checkpointing.h>
+#include <ft_kernels/fused_ops.h>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -25,11 +26,7 @@ RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps_) : eps(eps_) {
   scale = register_parameter("scale", at::ones({dim}));
 }
 
-at::Tensor RMSNormImpl::forward(const at::Tensor& x) const {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor normed = (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
-  return normed * scale;
-}
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) const { return ft_kernels::rms_norm(x, scale, eps); }
 
 AttentionImpl::AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies)
     : num_heads_(cfg.num_heads),
@@ -55,10 +52,8 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   k = k.transpose(1, 2);  // [b, kv, s, hd]
   v = v.transpose(1, 2);
   at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).view({b, num_kv_heads_, group, s, s});
-  scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  at::Tensor allowed = mask.dim() == 2 ? mask : mask.view({b, 1, 1, s, s});
-  scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type()).view({b, num_kv_heads_, group * s, s});
+  at::Tensor probs = ft_kernels::masked_softmax(scores, mask, 1.0 / std::sqrt(static_cast<double>(head_dim_)))
+                         .view({b, num_kv_heads_, group * s, s});
   at::Tensor out = at::matmul(probs, v).view({b, num_heads_, s, head_dim_});
   return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
 }
@@ -70,7 +65,7 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, std::int64_t hidden_dim) {
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) const {
-  return w2->forward(at::silu(w1->forward(x)) * w3->forward(x));
+  return w2->forward(ft_kernels::swiglu(w1->forward(x), w3->forward(x)));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies) {

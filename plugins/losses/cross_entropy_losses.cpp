@@ -3,6 +3,7 @@
 #include <ft/config.h>
 #include <ft/loss.h>
 #include <ft/plugin.h>
+#include <ft_kernels/fused_ops.h>
 
 #include <ATen/ATen.h>
 
@@ -10,9 +11,10 @@ namespace {
 
 using ft::ValueType;
 
+// Computed in float32 whatever the logits' dtype, as torchtune upcasts each chunk; the fused
+// kernel reads bfloat16 logits directly instead of materialising a float32 copy.
 at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index) {
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}),
-                                /*weight=*/{}, at::Reduction::Sum, ignore_index);
+  return ft_kernels::cross_entropy_sum(logits, targets, ignore_index);
 }
 
 // torch.nn.CrossEntropyLoss over the whole [b, s, vocab] logits.

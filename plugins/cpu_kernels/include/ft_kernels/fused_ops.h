@@ -1,0 +1,38 @@
+// Fused CPU operations for the Llama-family model and the cross-entropy losses: one pass over
+// memory forward and one backward, each a custom autograd function with a hand-written
+// gradient. Float32 and bfloat16 CPU tensors take the fused path; anything else (float64, CUDA)
+// takes the composite reference, which computes the same function with ATen ops.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace ft_kernels {
+
+// x * rsqrt(mean(x^2, -1) + eps) * scale, the normalisation computed in float32.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& scale, double eps);
+
+// silu(gate) * up.
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
+
+// The cos/sin of every (position, frequency) a forward pass rotates by: [b or 1, s, half]
+// float32, computed once and shared by every layer.
+struct RotaryTables {
+  at::Tensor cos, sin;
+};
+RotaryTables rotary_tables(const at::Tensor& positions, const at::Tensor& inverse_frequencies);
+// Rotates x [b, s, heads, 2 * half] by halves (Hugging Face's rotate_half convention).
+at::Tensor rotary(const at::Tensor& x, const RotaryTables& tables);
+
+// softmax(scale * scores) over the last axis, where `allowed` ([s_q, s_k] or [b, s_q, s_k] bool,
+// true = may attend) masks columns. `scores` is [b, heads..., s_q, s_k] with any number of head
+// axes; the result has scores' dtype and shape. A mask whose every row is a prefix (causal)
+// makes the masked columns cost nothing.
+at::Tensor masked_softmax(const at::Tensor& scores, const at::Tensor& allowed, double scale);
+
+// Sum over rows of -log softmax(logits)[target], rows with target == ignore_index skipped:
+// logits [n, vocab], targets [n] int64. Float32 scalar. The log-probabilities never exist.
+at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index);
+
+}  // namespace ft_kernels
