@@ -70,6 +70,7 @@ void FullFinetuneRecipe::setup() {
       model_parameters_);
   if (root_.is_table("profiler"))
     profiler_ = registry_.instantiate<ft::Profiler>(root_.table("profiler"), {env_.rank, env_.world_size});
+  if (env_.rank == 0) model_flops_ = std::make_unique<ModelFlops>(*model_, s_.device, s_.dtype);
 
   model_->module().train();
   optimizer_->zero_grad(true);
@@ -244,6 +245,8 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     samples.reserve(micro_batches[i].size());
     for (auto index : micro_batches[i]) samples.push_back(dataset_->get(static_cast<std::size_t>(index)));
     const ft::Batch batch = collate_->collate(samples);
+    step.positions += batch.tokens.numel();
+    step.seq_len = std::max(step.seq_len, batch.tokens.size(-1));
     const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
     rank_tokens += targets.ne(ignore_index).sum();
@@ -312,6 +315,12 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
     for (auto& m : peak_memory_stats(s_.device)) metrics.push_back(std::move(m));
   if (step.grad_norm) metrics.emplace_back("grad_norm", *step.grad_norm);
   metrics.emplace_back("num_tokens", static_cast<double>(step.tokens));
+  // FLOPs are spent on every position the model processes, padding and prompts included.
+  if (model_flops_)
+    for (auto& m : model_flops_->metrics(
+             static_cast<double>(step.positions) * parallelism_->data_parallel_size() / env_.world_size / step.seconds,
+             step.seq_len))
+      metrics.push_back(std::move(m));
   logger_->log_dict(metrics, global_step_);
 }
 

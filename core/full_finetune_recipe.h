@@ -9,6 +9,7 @@
 #include "checkpoint_manager.h"
 #include "distributed_environment.h"
 #include "distributed_sampler.h"
+#include "model_flops.h"
 #include "optimizer_in_backward.h"
 #include "progress_line.h"
 #include "training_settings.h"
@@ -58,6 +59,8 @@ class FullFinetuneRecipe {
     std::int64_t tokens = 0;
     std::optional<double> grad_norm;  // when clip_grad_norm is set
     double seconds = 0;
+    std::int64_t positions = 0;  // this rank's positions through the model, padding included
+    std::int64_t seq_len = 0;    // the longest (padded) sequence of the step
   };
   using MicroBatches = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
 
@@ -108,6 +111,7 @@ class FullFinetuneRecipe {
   std::unique_ptr<DistributedSampler> sampler_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<ProgressLine> progress_;
+  std::unique_ptr<ModelFlops> model_flops_;  // rank 0, which logs
 
   // Where the loop stands.
   std::int64_t steps_per_epoch_ = 0;

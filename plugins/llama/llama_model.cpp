@@ -156,6 +156,21 @@ bool LlamaFamilyModel::ignorable_hf_name(const std::string& name) const {
   return ft::ends_with(name, ".rotary_emb.inv_freq");
 }
 
+// From the configuration, not the module: under tensor parallelism a rank holds slices, but the
+// FLOPs are those of the whole model. The embedding is a lookup; the output projection (tied or
+// not) is a matmul every position goes through.
+double LlamaFamilyModel::training_flops_per_position(std::int64_t seq_len) const {
+  const DecoderConfig& c = decoder_->config;
+  const double dim = static_cast<double>(c.embed_dim), head_dim = static_cast<double>(c.resolved_head_dim());
+  const double heads = static_cast<double>(c.num_heads), kv_heads = static_cast<double>(c.num_kv_heads);
+  const double attention = dim * heads * head_dim + 2 * dim * kv_heads * head_dim + heads * head_dim * dim +
+                           (c.qkv_bias ? (heads + 2 * kv_heads) * head_dim : 0.0);
+  const double mlp = 3 * dim * static_cast<double>(c.intermediate_dim);
+  const double layers = static_cast<double>(c.num_layers);
+  const double matmul_parameters = layers * (attention + mlp) + static_cast<double>(c.vocab_size) * dim;
+  return 6 * matmul_parameters + 12 * layers * heads * head_dim * static_cast<double>(seq_len);
+}
+
 std::string LlamaFamilyModel::hf_config_json() const {
   const DecoderConfig& c = decoder_->config;
   const bool qwen = c.family == "qwen2";

@@ -21,6 +21,7 @@ class LlamaFamilyModel final : public ft::Model {
   bool ignorable_hf_name(const std::string& name) const override;
   std::string hf_config_json() const override;
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
+  double training_flops_per_position(std::int64_t seq_len) const override;
   std::vector<ft::ShardingUnit> sharding_units() override;
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
   std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }

@@ -94,6 +94,13 @@ class Model {
   // initialised from scratch.
   virtual std::string hf_config_json() const = 0;
   virtual std::int64_t vocab_size() const = 0;
+  // Training FLOPs (forward and backward) per processed position of a `seq_len`-long sequence,
+  // for the logged mfu: 6 x the parameters each position multiplies through, plus attention's
+  // 12 x layers x heads x head_dim x seq_len, as torchtitan counts. 0: unknown (nothing logged).
+  virtual double training_flops_per_position(std::int64_t seq_len) const {
+    (void)seq_len;
+    return 0;
+  }
   // Units for sharded data parallelism; parameters in no unit form the root unit. Empty: the
   // model can only be sharded as one unit.
   virtual std::vector<ShardingUnit> sharding_units() { return {}; }
