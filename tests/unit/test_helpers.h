@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -17,9 +18,43 @@
 
 namespace fttest {
 
-// Writes `text` to a fresh file named `name` in a per-test temporary directory; returns its path.
+// Every temporary file of one test process lives under one directory, removed when the
+// process exits, unless a test failed or FT_KEEP_TEST_FILES is set (then its path is printed):
+// a suite run writes gigabytes of checkpoints. Forked children (ranks) leave it to the parent.
+class ProcessTempRoot {
+ public:
+  ProcessTempRoot()
+      : owner_(::getpid()),
+        path_(boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("fthost-test-%%%%%%%%")) {
+    boost::filesystem::create_directories(path_);
+  }
+  ~ProcessTempRoot() {
+    if (::getpid() != owner_) return;
+    const bool failed = ::testing::UnitTest::GetInstance()->failed_test_count() > 0;
+    if (failed || std::getenv("FT_KEEP_TEST_FILES")) {
+      std::fprintf(stderr, "test files kept in %s\n", path_.string().c_str());
+      return;
+    }
+    boost::system::error_code ec;
+    boost::filesystem::remove_all(path_, ec);
+  }
+  ProcessTempRoot(const ProcessTempRoot&) = delete;
+  ProcessTempRoot& operator=(const ProcessTempRoot&) = delete;
+  const boost::filesystem::path& path() const { return path_; }
+
+ private:
+  pid_t owner_;
+  boost::filesystem::path path_;
+};
+
+inline const boost::filesystem::path& process_temp_root() {
+  static ProcessTempRoot root;
+  return root.path();
+}
+
+// Writes `text` to a fresh file named `name` in a fresh temporary directory; returns its path.
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  auto dir = boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("fthost-test-%%%%%%%%");
+  auto dir = process_temp_root() / boost::filesystem::unique_path("%%%%%%%%");
   boost::filesystem::create_directories(dir);
   auto path = (dir / name).string();
   std::ofstream(path) << text;
@@ -73,7 +108,7 @@ inline std::string temp_dir() { return boost::filesystem::path(write_temp("place
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (boost::filesystem::temp_directory_path() / "fthost-test-XXXXXX").string();
+    std::string pattern = (process_temp_root() / "XXXXXX").string();
     path_ = ::mkdtemp(pattern.data());
   }
   ~TempDir() {
