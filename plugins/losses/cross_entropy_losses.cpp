@@ -3,6 +3,7 @@
 #include <ft/config.h>
 #include <ft/loss.h>
 #include <ft/plugin.h>
+#include <ft/tensor_parallel.h>
 
 #include <ATen/ATen.h>
 
@@ -10,7 +11,10 @@ namespace {
 
 using ft::ValueType;
 
-at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index) {
+// `vocab_shard`: the logits hold one tensor-parallel rank's slice of the vocabulary (loss parallel).
+at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index,
+                             const std::optional<ft::VocabShard>& vocab_shard) {
+  if (vocab_shard) return ft::vocab_parallel_cross_entropy_sum(logits, targets, ignore_index, *vocab_shard);
   return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}),
                                 /*weight=*/{}, at::Reduction::Sum, ignore_index);
 }
@@ -21,9 +25,10 @@ class FullCrossEntropy final : public ft::Loss {
   explicit FullCrossEntropy(std::int64_t ignore_index) : ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {1, false}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
     at::Tensor logits = out.logits.size() == 1 ? out.logits[0] : at::cat(out.logits, 1);
-    return cross_entropy_sum(logits, targets, ignore_index_);
+    return cross_entropy_sum(logits, targets, ignore_index_, out.vocab_shard);
   }
 
  private:
@@ -37,11 +42,12 @@ class ChunkedCrossEntropy final : public ft::Loss {
   ChunkedCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {chunks_, false}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
     std::vector<at::Tensor> target_chunks = targets.chunk(static_cast<std::int64_t>(out.logits.size()), 1);
     at::Tensor total = at::zeros({}, targets.options().dtype(at::kFloat));
     for (std::size_t i = 0; i < out.logits.size(); ++i)
-      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_);
+      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_, out.vocab_shard);
     return total;
   }
 
@@ -58,6 +64,7 @@ class LinearCrossEntropy final : public ft::Loss {
   LinearCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {1, true}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model& model) override {
     const at::Tensor& hidden = out.hidden;
     at::Tensor flat_targets = targets.reshape({-1});
@@ -70,7 +77,8 @@ class LinearCrossEntropy final : public ft::Loss {
     const auto hidden_chunks = kept_hidden.chunk(chunks_, 0);
     const auto target_chunks = kept_targets.chunk(chunks_, 0);
     for (std::size_t i = 0; i < hidden_chunks.size(); ++i)
-      total = total + cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_);
+      total = total +
+              cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_, out.vocab_shard);
     return total;
   }
 
