@@ -98,6 +98,14 @@ def main() -> None:
                 print(f"scaling efficiency {strategy} (2 ranks x 1 thread vs 1 rank x 2 threads): "
                       f"{2 * r['tokens_per_s'] / base['tokens_per_s']:.2f}; rank 0 peak RSS {r['peak_rss_gib']:.2f} GiB "
                       f"vs {base['peak_rss_gib']:.2f} GiB on one rank")
+            # Tensor parallelism: both ranks read the same batch of 4 (one data-parallel rank).
+            r = scenario("125M, 2 ranks x 1 thread, tp 2", cfg,
+                         src + ["num_threads=1", "batch_size=4", "tensor_parallel_dim=2",
+                                "tensor_parallel_plan._component_=torchtune.models.llama3.base_llama_tp_plan"],
+                         passive, a.repeats, two)
+            print(f"scaling efficiency tp 2 (2 ranks x 1 thread vs 1 rank x 2 threads): "
+                  f"{2 * r['tokens_per_s'] / base['tokens_per_s']:.2f}; rank 0 peak RSS {r['peak_rss_gib']:.2f} GiB "
+                  f"vs {base['peak_rss_gib']:.2f} GiB on one rank")
     if a.only == "custom_sharded":
         custom_sharded(a.repeats)
 

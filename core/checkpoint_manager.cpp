@@ -198,8 +198,11 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   snap.sharded = parts_.parallelism->shards_optimizer_state();
   snap.rank = rank;
   snap.world_size = world_->size();
+  // The whole model: the strategy gathers its shards, then the tensor-parallel slices are gathered.
   parts_.parallelism->with_full_parameters(*parts_.model, [&] {
-    if (rank == 0) snap.model = cpu_copies(parts_.model->hf_parameters());
+    parts_.model->with_full_tensor_parallel_parameters([&] {
+      if (rank == 0) snap.model = cpu_copies(parts_.model->hf_parameters());
+    });
   });
   if (rank == 0 && !snap.model.empty()) snap.model_dtype = snap.model.front().tensor.scalar_type();
   if (snap.sharded || rank == 0) {

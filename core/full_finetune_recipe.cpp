@@ -61,6 +61,10 @@ void FullFinetuneRecipe::setup() {
   setup_tokenizer();
   setup_optimizer();
   loss_ = registry_.instantiate<ft::Loss>(root_.table("loss"));
+  if (mesh_.tensor_parallel && !loss_->supports_vocab_parallel())
+    root_.fail("loss",
+               "this loss cannot compute the cross-entropy from logits sharded over the vocabulary, which "
+               "tensor parallelism (tensor_parallel_dim > 1) produces");
   setup_data();
   setup_lr_scheduler();
   checkpoints_ = std::make_unique<CheckpointManager>(
@@ -90,9 +94,10 @@ void FullFinetuneRecipe::setup_process_groups() {
   apply_thread_settings(s_.num_threads > 0 ? s_.num_threads : threads_per_rank(env_.local_world_size));
   torch::manual_seed(s_.seed);
   groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout) : single_process_groups();
+  mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim);
   parallelism_ = registry_.instantiate<ft::Parallelism>(
-      root_.table("parallelism"),
-      {groups_.world, groups_.new_group, env_.local_rank, env_.local_world_size, s_.device});
+      root_.table("parallelism"), {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank,
+                                   env_.local_world_size, s_.device, mesh_.tensor_parallel});
 }
 
 void FullFinetuneRecipe::setup_metric_loggers() {
@@ -117,6 +122,7 @@ void FullFinetuneRecipe::setup_model() {
   }
   const bool loaded = resume_ || checkpointer_->load_model(*model_);
   const std::int64_t num_parameters = count_parameters(model_->module().parameters());
+  apply_tensor_parallel();
   apply_activation_checkpointing();
   trainable_ = parallelism_->parallelize(*model_);
   ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
@@ -139,6 +145,24 @@ void FullFinetuneRecipe::apply_activation_checkpointing() {
   ft::log::info("activation checkpointing: {} of {} layers recompute their activations in backward{}",
                 std::count(layers.begin(), layers.end(), true), num_layers,
                 ac.offload ? "; their inputs wait in pinned host memory (activation offloading)" : "");
+}
+
+// After the weights are loaded (every rank reads the whole model, then keeps its slices), before
+// the strategy shards the slices over the data-parallel ranks: torchtune's order.
+void FullFinetuneRecipe::apply_tensor_parallel() {
+  if (!mesh_.tensor_parallel) return;
+  const auto plan = registry_.instantiate<ft::TensorParallelPlan>(root_.table("tensor_parallel_plan"));
+  try {
+    model_->apply_tensor_parallel(plan->modules(), mesh_.tensor_parallel);
+  } catch (const ft::ConfigError&) {
+    throw;
+  } catch (const ft::Error& e) {
+    throw ft::ConfigError("tensor_parallel_plan: " + std::string(e.what()));
+  }
+  ft::log::info(
+      "tensor parallelism: {} ranks per group, {} plan entries applied; this rank holds {} of the model's "
+      "parameters",
+      mesh_.tensor_parallel_size, plan->modules().size(), count_parameters(model_->module().parameters()));
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {
@@ -172,7 +196,8 @@ void FullFinetuneRecipe::setup_data() {
   // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
   // loss and, being at the end, are never attended to by real tokens under the causal mask.
   const std::int64_t pad_id = tokenizer_ ? tokenizer_->pad_id() : 0;
-  collate_ = registry_.instantiate<ft::Collate>(root_.table("collate"), {pad_id, loss_->ignore_index()});
+  collate_ = registry_.instantiate<ft::Collate>(root_.table("collate"),
+                                                {pad_id, loss_->ignore_index(), mesh_.tensor_parallel_size});
 
   const int dp_size = parallelism_->data_parallel_size();
   sampler_ = std::make_unique<DistributedSampler>(

@@ -7,6 +7,7 @@
 
 #include "c10d_collectives.h"
 #include "checkpoint_manager.h"
+#include "device_mesh.h"
 #include "distributed_environment.h"
 #include "distributed_sampler.h"
 #include "model_flops.h"
@@ -27,6 +28,7 @@
 #include <ft/parallelism.h>
 #include <ft/profiler.h>
 #include <ft/registry.h>
+#include <ft/tensor_parallel.h>
 #include <ft/tokenizer.h>
 
 #include <cstdint>
@@ -68,6 +70,7 @@ class FullFinetuneRecipe {
   void setup_metric_loggers();
   void setup_model();
   void apply_activation_checkpointing();
+  void apply_tensor_parallel();
   void setup_tokenizer();
   void setup_optimizer();
   void setup_data();
@@ -94,6 +97,7 @@ class FullFinetuneRecipe {
   // Destroyed in reverse order of declaration: the strategy (which holds hooks in the model)
   // before the model, everything before the process groups.
   ProcessGroups groups_;
+  DeviceMesh mesh_;
   std::shared_ptr<ft::MetricLogger> logger_;
   std::shared_ptr<ft::Model> model_;
   std::shared_ptr<ft::Parallelism> parallelism_;

@@ -53,7 +53,8 @@ const ft::Schema& recipe_schema() {
                   "FSDP: modules sharded as units of their own (tok_embeddings, output)")
         .optional("data_parallel_shard_dim", ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all)")
         .optional("data_parallel_replicate_dim", ValueType::Int, "1", "replica groups (HSDP)")
-        .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree (only 1: not implemented yet)")
+        .optional("tensor_parallel_dim", ValueType::Int, "1",
+                  "ranks per tensor-parallel group (1: none); > 1 needs [tensor_parallel_plan]")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");

@@ -81,9 +81,18 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
   }
   if (root.get<bool>("compile", false))
     ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
-  if (const auto tp = root.get<std::int64_t>("tensor_parallel_dim"); tp != 1)
+}
+
+// The seed's rule: a degree above 1 needs a plan. The degree's fit to the world size is checked
+// with the process groups (device_mesh.cpp).
+int read_tensor_parallel_dim(const ft::ConfigNode& root) {
+  const auto tp = root.get<std::int64_t>("tensor_parallel_dim");
+  if (tp < 1 || tp > 65536) root.fail("tensor_parallel_dim", "expected an integer >= 1, got " + std::to_string(tp));
+  if (tp > 1 && !root.is_table("tensor_parallel_plan"))
     root.fail("tensor_parallel_dim",
-              "tensor parallelism is not implemented yet; set it to 1 (got " + std::to_string(tp) + ")");
+              "Tensor Parallel plan needs to be provided when tensor parallel is enabled: add a "
+              "[tensor_parallel_plan] table, e.g. _component_ = \"torchtune.models.llama3.base_llama_tp_plan\"");
+  return static_cast<int>(tp);
 }
 
 // ac_option: an integer k, or (as torchtune's int() reads it) a string holding one.
@@ -205,6 +214,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.optimizer_in_bwd = root.get<bool>("optimizer_in_bwd", false);
   s.activation_checkpointing = read_activation_checkpointing(root);
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
+  s.tensor_parallel_dim = read_tensor_parallel_dim(root);
   refuse_unimplemented(root, s);
   return s;
 }

@@ -62,6 +62,9 @@ struct TrainingSettings {
   std::chrono::milliseconds distributed_timeout{300000};
   CheckpointSettings checkpoint;
   ActivationCheckpointingSettings activation_checkpointing;
+  // tensor_parallel_dim: ranks per tensor-parallel group (1: none); tensor_parallel_plan then
+  // names the plan.
+  int tensor_parallel_dim = 1;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.

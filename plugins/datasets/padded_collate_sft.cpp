@@ -1,5 +1,6 @@
-// torchtune.data.padded_collate_sft: right-pads every sample to the longest in the micro-batch,
-// tokens with pad_id and labels with ignore_index.
+// torchtune.data.padded_collate_sft: right-pads every sample to the longest in the micro-batch
+// (rounded up to a multiple of pad_to_multiple_of, the tensor-parallel degree), tokens with
+// pad_id and labels with ignore_index.
 #include "dataset_components.h"
 
 #include <ft/collate.h>
@@ -17,6 +18,8 @@ class PaddedCollateSft final : public ft::Collate {
   ft::Batch collate(const std::vector<ft::Sample>& samples) const override {
     std::size_t longest = 0;
     for (const auto& s : samples) longest = std::max(longest, s.tokens.size());
+    const auto multiple = static_cast<std::size_t>(std::max<std::int64_t>(args_.pad_to_multiple_of, 1));
+    longest = (longest + multiple - 1) / multiple * multiple;
     const auto b = static_cast<std::int64_t>(samples.size()), len = static_cast<std::int64_t>(longest);
     ft::Batch batch;
     batch.tokens = at::full({b, len}, args_.pad_id, at::kLong);

@@ -6,4 +6,5 @@
 namespace ft_llama {
 void register_model_builders(ft::Registry& reg);
 void register_hf_config_builder(ft::Registry& reg);
+void register_tensor_parallel_plans(ft::Registry& reg);
 }  // namespace ft_llama

@@ -45,6 +45,11 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
   at::Tensor positions = input.input_pos.defined() ? input.input_pos : at::arange(tokens.size(1), tokens.options());
   at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask);
   ft::ModelOutput out;
+  if (tensor_parallel_ && tensor_parallel_->output_vocab_shard) {
+    // Loss parallel: the logits (or the loss's own projection) cover this rank's vocabulary slice.
+    out.vocab_shard = tensor_parallel_->output_vocab_shard;
+    hidden = colwise_parallel_input(hidden, tensor_parallel_->group);
+  }
   if (request.hidden_only) {
     out.hidden = hidden;
     return out;
@@ -120,6 +125,24 @@ std::vector<std::string> LlamaFamilyModel::shard_separately(const std::vector<st
                     " and \"layers.0\" .. \"layers." + std::to_string(layers - 1) + "\"");
   }
   return notes;
+}
+
+void LlamaFamilyModel::apply_tensor_parallel(const std::vector<ft::ModuleParallelism>& plan,
+                                             const std::shared_ptr<ft::Collectives>& group) {
+  if (tensor_parallel_) throw ft::Error("tensor parallelism is already applied to this model");
+  tensor_parallel_ = split_decoder(*decoder_, plan, group);
+}
+
+std::vector<at::Tensor> LlamaFamilyModel::tensor_parallel_shards() {
+  std::vector<at::Tensor> shards;
+  if (tensor_parallel_)
+    for (const auto& split : tensor_parallel_->parameters) shards.push_back(split.parameter);
+  return shards;
+}
+
+void LlamaFamilyModel::with_full_tensor_parallel_parameters(const std::function<void()>& fn) {
+  if (!tensor_parallel_) return fn();
+  with_whole_parameters(*tensor_parallel_, fn);
 }
 
 std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {

@@ -2,11 +2,13 @@
 #pragma once
 
 #include "decoder_config.h"
+#include "tensor_parallel_decoder.h"
 #include "transformer_decoder.h"
 
 #include <ft/model.h>
 
 #include <memory>
+#include <optional>
 
 namespace ft_llama {
 
@@ -28,6 +30,10 @@ class LlamaFamilyModel final : public ft::Model {
   void set_activation_checkpointing(const std::vector<bool>& layers) override;
   void set_activation_offloading(bool offload) override { decoder_->offload_checkpointed_inputs = offload; }
   std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) override;
+  void apply_tensor_parallel(const std::vector<ft::ModuleParallelism>& plan,
+                             const std::shared_ptr<ft::Collectives>& group) override;
+  std::vector<at::Tensor> tensor_parallel_shards() override;
+  void with_full_tensor_parallel_parameters(const std::function<void()>& fn) override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 
@@ -36,6 +42,7 @@ class LlamaFamilyModel final : public ft::Model {
   c10::ScalarType dtype_;
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
+  std::optional<DecoderSplits> tensor_parallel_;
 };
 
 }  // namespace ft_llama

@@ -1,4 +1,4 @@
-// Plugin ft_llama: Llama 2/3/3.1/3.2 and Qwen 2/2.5 decoders.
+// Plugin ft_llama: Llama 2/3/3.1/3.2 and Qwen 2/2.5 decoders and their tensor-parallel plans.
 #include "llama_components.h"
 
 #include <ft/plugin.h>
@@ -7,6 +7,7 @@ namespace {
 void register_components(ft::Registry& reg) {
   ft_llama::register_model_builders(reg);
   ft_llama::register_hf_config_builder(reg);
+  ft_llama::register_tensor_parallel_plans(reg);
 }
 }  // namespace
 

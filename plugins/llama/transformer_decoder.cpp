@@ -1,6 +1,7 @@
 #include "transformer_decoder.h"
 
 #include "rotary_embedding.h"
+#include "tensor_parallel_decoder.h"
 
 #include <ft/activation_checkpointing.h>
 #include <ft_kernels/fused_ops.h>
@@ -20,7 +21,10 @@ ProjectionImpl::ProjectionImpl(std::int64_t in_features, std::int64_t out_featur
   if (with_bias) bias = register_parameter("bias", at::zeros({out_features}));
 }
 
-at::Tensor ProjectionImpl::forward(const at::Tensor& x) const { return at::linear(x, weight, bias); }
+at::Tensor ProjectionImpl::forward(const at::Tensor& x) const {
+  if (sums_output_over) return rowwise_parallel_linear(x, weight, bias, sums_output_over);
+  return at::linear(x, weight, bias);
+}
 
 RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps_) : eps(eps_) {
   scale = register_parameter("scale", at::ones({dim}));
@@ -76,8 +80,8 @@ DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& cfg, at::Tensor inverse_
 }
 
 at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
-  at::Tensor h = x + attn->forward(sa_norm->forward(x), positions, mask);
-  return h + mlp->forward(mlp_norm->forward(h));
+  at::Tensor h = x + attn->forward(colwise_parallel_input(sa_norm->forward(x), attn_split_over), positions, mask);
+  return h + mlp->forward(colwise_parallel_input(mlp_norm->forward(h), mlp_split_over));
 }
 
 TransformerDecoderImpl::TransformerDecoderImpl(const DecoderConfig& cfg) : config(cfg) {
@@ -99,7 +103,8 @@ TransformerDecoderImpl::TransformerDecoderImpl(const DecoderConfig& cfg) : confi
 at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions,
                                           const at::Tensor& mask) const {
   if (unit_hooks && embedding_unit) unit_hooks->before_forward(*embedding_unit);
-  at::Tensor h = at::embedding(tok_embeddings, tokens);
+  at::Tensor h = embedding_vocab_shard ? vocab_parallel_embedding(tok_embeddings, tokens, *embedding_vocab_shard)
+                                       : at::embedding(tok_embeddings, tokens);
   if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
   const std::int64_t s = tokens.size(1);
   const at::Tensor allowed = mask.defined() ? mask : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();

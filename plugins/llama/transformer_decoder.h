@@ -7,11 +7,13 @@
 
 #include <ATen/core/Tensor.h>
 #include <ft/model.h>
+#include <ft/tensor_parallel.h>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,6 +25,9 @@ class ProjectionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) const;
   at::Tensor weight;  // [out, in]
   at::Tensor bias;    // [out] or undefined
+  // Rowwise tensor parallelism: `weight` holds a slice of the input features and the partial
+  // outputs are summed over this group (before the bias). nullptr: the projection is whole.
+  std::shared_ptr<ft::Collectives> sums_output_over;
 };
 TORCH_MODULE(Projection);
 
@@ -41,6 +46,11 @@ class AttentionImpl : public torch::nn::Module {
   // mask: [s, s] (shared by the batch) or [b, s, s] bool, true = may attend.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
+  // Tensor parallelism (prepare_mha_for_tp): this rank computes only these heads.
+  void use_local_heads(std::int64_t num_heads, std::int64_t num_kv_heads) {
+    num_heads_ = num_heads;
+    num_kv_heads_ = num_kv_heads;
+  }
 
  private:
   std::int64_t num_heads_, num_kv_heads_, head_dim_;
@@ -64,6 +74,9 @@ class DecoderLayerImpl : public torch::nn::Module {
   Attention attn{nullptr};
   RMSNorm mlp_norm{nullptr};
   FeedForward mlp{nullptr};
+  // Tensor parallelism: the group attention / the MLP is split over (their input's gradient is
+  // summed over it in backward); nullptr: whole on this rank.
+  std::shared_ptr<ft::Collectives> attn_split_over, mlp_split_over;
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -90,6 +103,9 @@ class TransformerDecoderImpl : public torch::nn::Module {
   // their own (custom_sharded_layers); nullopt: they belong to the root unit.
   std::optional<std::size_t> embedding_unit;
   std::optional<std::size_t> output_unit;
+  // Tensor parallelism: the embedding's rows are this slice of the vocabulary (the output
+  // projection's slice is the model's concern: llama_model.cpp).
+  std::optional<ft::VocabShard> embedding_vocab_shard;
 
  private:
   torch::nn::ModuleList layer_list_;

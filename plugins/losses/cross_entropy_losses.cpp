@@ -3,6 +3,7 @@
 #include <ft/config.h>
 #include <ft/loss.h>
 #include <ft/plugin.h>
+#include <ft/tensor_parallel.h>
 #include <ft_kernels/fused_ops.h>
 
 #include <ATen/ATen.h>
@@ -11,9 +12,12 @@ namespace {
 
 using ft::ValueType;
 
-// Computed in float32 whatever the logits' dtype, as torchtune upcasts each chunk; the fused
-// kernel reads bfloat16 logits directly instead of materialising a float32 copy.
-at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index) {
+// `vocab_shard`: the logits hold one tensor-parallel rank's slice of the vocabulary (loss parallel).
+// Otherwise computed in float32 whatever the logits' dtype, as torchtune upcasts each chunk; the
+// fused kernel reads bfloat16 logits directly instead of materialising a float32 copy.
+at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index,
+                             const std::optional<ft::VocabShard>& vocab_shard) {
+  if (vocab_shard) return ft::vocab_parallel_cross_entropy_sum(logits, targets, ignore_index, *vocab_shard);
   return ft_kernels::cross_entropy_sum(logits, targets, ignore_index);
 }
 
@@ -23,9 +27,10 @@ class FullCrossEntropy final : public ft::Loss {
   explicit FullCrossEntropy(std::int64_t ignore_index) : ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {1, false}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
     at::Tensor logits = out.logits.size() == 1 ? out.logits[0] : at::cat(out.logits, 1);
-    return cross_entropy_sum(logits, targets, ignore_index_);
+    return cross_entropy_sum(logits, targets, ignore_index_, out.vocab_shard);
   }
 
  private:
@@ -39,11 +44,12 @@ class ChunkedCrossEntropy final : public ft::Loss {
   ChunkedCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {chunks_, false}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
     std::vector<at::Tensor> target_chunks = targets.chunk(static_cast<std::int64_t>(out.logits.size()), 1);
     at::Tensor total = at::zeros({}, targets.options().dtype(at::kFloat));
     for (std::size_t i = 0; i < out.logits.size(); ++i)
-      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_);
+      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_, out.vocab_shard);
     return total;
   }
 
@@ -60,6 +66,7 @@ class LinearCrossEntropy final : public ft::Loss {
   LinearCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
   ft::OutputRequest output_request() const override { return {1, true}; }
+  bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model& model) override {
     const at::Tensor& hidden = out.hidden;
     at::Tensor flat_targets = targets.reshape({-1});
@@ -72,7 +79,8 @@ class LinearCrossEntropy final : public ft::Loss {
     const auto hidden_chunks = kept_hidden.chunk(chunks_, 0);
     const auto target_chunks = kept_targets.chunk(chunks_, 0);
     for (std::size_t i = 0; i < hidden_chunks.size(); ++i)
-      total = total + cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_);
+      total = total +
+              cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_, out.vocab_shard);
     return total;
   }
 

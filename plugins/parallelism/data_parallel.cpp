@@ -9,6 +9,7 @@
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
+#include "tensor_parallel_norm.h"
 
 #include <ft/errors.h>
 #include <ft/gradient_math.h>
@@ -26,7 +27,8 @@ namespace {
 
 class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public BackwardListener {
  public:
-  explicit DataParallel(std::shared_ptr<ft::Collectives> world) : world_(std::move(world)) {}
+  DataParallel(std::shared_ptr<ft::Collectives> world, std::shared_ptr<ft::Collectives> tensor_parallel)
+      : world_(std::move(world)), tensor_parallel_(std::move(tensor_parallel)) {}
   ~DataParallel() override {
     if (model_) model_->set_unit_hooks(nullptr);
   }
@@ -42,6 +44,7 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
     for (auto& group : groups_)
       for (auto& p : group.parameters) world_->broadcast(p, 0);
     params_ = model.module().parameters();
+    tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
     trainable_indices_.clear();
     for (const auto& group : groups_) {
       std::vector<std::size_t> indices;
@@ -81,9 +84,17 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
   void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
-  // Gradients are identical on every rank after the all-reduce: the local norm is the norm.
-  double clip_grad_norm(double max_norm) override { return ft::clip_grad_norm(params_, max_norm); }
+  // Gradients are identical on every rank after the all-reduce: the local norm is the norm (with
+  // tensor parallelism, the slices' part summed over the tensor-parallel group).
+  double clip_grad_norm(double max_norm) override {
+    if (!tp_norm_.active()) return ft::clip_grad_norm(params_, max_norm);
+    const double norm = std::sqrt(tp_norm_.total_squared(tp_norm_.squares_of(params_)));
+    ft::clip_gradients(params_, norm, max_norm);
+    return norm;
+  }
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
+  // Under tensor parallelism the ranks of a tensor-parallel group step different slices.
+  bool shards_optimizer_state() const override { return tp_norm_.active(); }
   std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
   void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
 
@@ -129,6 +140,8 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   std::shared_ptr<ft::Collectives> world_;
+  std::shared_ptr<ft::Collectives> tensor_parallel_;
+  TensorParallelNorm tp_norm_;
   ft::Model* model_ = nullptr;
   std::vector<ParameterGroup> groups_;
   std::vector<at::Tensor> params_;
@@ -146,7 +159,7 @@ void register_data_parallel(ft::Registry& reg) {
                            "data parallel: whole model per rank, gradients all-reduced per layer during backward",
                            [](const ft::ConfigNode& cfg, ft::Parallelism::Args args) {
                              if (!args.world) cfg.fail("_component_", "ddp needs the host's process group");
-                             return std::make_unique<DataParallel>(args.world);
+                             return std::make_unique<DataParallel>(args.world, args.tensor_parallel);
                            });
 }
 

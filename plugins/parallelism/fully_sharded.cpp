@@ -18,6 +18,7 @@
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
+#include "tensor_parallel_norm.h"
 
 #include <ft/config.h>
 #include <ft/errors.h>
@@ -29,6 +30,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ft_parallelism {
@@ -46,6 +48,14 @@ struct ShardedUnit {
   bool used_after_layers = false;
   bool gathered = false;
   bool gradients_pending = false;
+  // Tensor parallelism: where each parameter lies in `full` and whether it is a tensor-parallel
+  // slice, for the gradient norm.
+  struct Segment {
+    std::int64_t offset;
+    std::int64_t numel;
+    bool tensor_parallel_slice;
+  };
+  std::vector<Segment> segments;
 };
 
 struct ShardingOptions {
@@ -63,6 +73,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
  public:
   FullySharded(const ft::Parallelism::Args& args, MeshShape mesh, ShardingOptions options, ft::ConfigNode cfg)
       : world_(args.world),
+        tensor_parallel_(args.tensor_parallel),
         options_(std::move(options)),
         offload_(options_.cpu_offload && !args.device.is_cpu()),
         mesh_(mesh),
@@ -104,6 +115,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       cfg_.fail("custom_sharded_layers", e.what());
     }
     model_ = &model;
+    tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
     at::NoGradGuard no_grad;
     const int n = shard_group_->size();
     const int rank = shard_group_->rank();
@@ -121,6 +133,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       u.full = at::zeros({u.shard_numel * n}, options);
       std::int64_t offset = 0;
       for (auto& p : u.parameters) {
+        if (tp_norm_.active()) u.segments.push_back({offset, p.numel(), tp_norm_.is_slice(p)});
         u.full.narrow(0, offset, p.numel()).copy_(p.reshape({-1}));
         p.set_data(u.full.narrow(0, offset, p.numel()).view(p.sizes()));
         offset += p.numel();
@@ -206,6 +219,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
   void scale_gradients(double factor) override { ft::scale_gradients(shards_, factor); }
   double clip_grad_norm(double max_norm) override {
+    if (tp_norm_.active()) return clip_tensor_parallel_grad_norm(max_norm);
     // Replicas hold identical shards: the norm is a sum over one shard group.
     at::Tensor squares = at::full({1}, ft::gradient_norm_squared(shards_), at::kDouble);
     shard_group_->all_reduce_sum(squares);
@@ -237,6 +251,32 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
 
  private:
+  // Each shard's gradient split at its parameters' boundaries: the tensor-parallel slices' squares
+  // are summed over the tensor-parallel group, the replicated parameters' counted once.
+  double clip_tensor_parallel_grad_norm(double max_norm) {
+    at::NoGradGuard no_grad;
+    const std::int64_t rank = shard_group_->rank();
+    std::vector<at::Tensor> slice_norms, replicated_norms;
+    for (const auto& u : units_) {
+      if (!u.shard.grad().defined()) continue;
+      const at::Tensor grad = u.shard.grad();
+      const std::int64_t begin = rank * u.shard_numel, end = begin + u.shard_numel;
+      for (const auto& segment : u.segments) {
+        const std::int64_t lo = std::max(begin, segment.offset);
+        const std::int64_t hi = std::min(end, segment.offset + segment.numel);
+        if (lo >= hi) continue;
+        at::Tensor norm = at::linalg_vector_norm(grad.narrow(0, lo - begin, hi - lo), 2, {}, false, at::kFloat);
+        (segment.tensor_parallel_slice ? slice_norms : replicated_norms).push_back(norm);
+      }
+    }
+    at::Tensor squares =
+        at::tensor({squared_sum_of_norms(slice_norms), squared_sum_of_norms(replicated_norms)}, at::kDouble);
+    shard_group_->all_reduce_sum(squares);  // replicas hold identical shards: one shard group
+    const double norm = std::sqrt(tp_norm_.total_squared({squares[0].item<double>(), squares[1].item<double>()}));
+    ft::clip_gradients(shards_, norm, max_norm);
+    return norm;
+  }
+
   void gather(std::size_t index) {
     ShardedUnit& u = units_[index];
     if (u.gathered) return;
@@ -292,6 +332,8 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   std::shared_ptr<ft::Collectives> world_;
+  std::shared_ptr<ft::Collectives> tensor_parallel_;
+  TensorParallelNorm tp_norm_;
   std::shared_ptr<ft::Collectives> shard_group_;
   std::shared_ptr<ft::Collectives> replicate_group_;
   ShardingOptions options_;
@@ -333,14 +375,21 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
   mesh.replicate = static_cast<int>(cfg.get<std::int64_t>("data_parallel_replicate_dim"));
   const auto shard = cfg.get<std::int64_t>("data_parallel_shard_dim");
   if (mesh.replicate < 1) cfg.fail("data_parallel_replicate_dim", "expected an integer >= 1");
+  // Under tensor parallelism `world` is the data-parallel ranks: the run's ranks / tensor_parallel_dim.
+  const int tp = args.tensor_parallel ? args.tensor_parallel->size() : 1;
+  const std::string ranks = tp > 1 ? std::to_string(world) + " data-parallel ranks of this run (its " +
+                                         std::to_string(world * tp) + " ranks / tensor_parallel_dim " +
+                                         std::to_string(tp) + ")"
+                                   : std::to_string(world) + " ranks of this run";
   if (world % mesh.replicate != 0)
-    cfg.fail("data_parallel_replicate_dim",
-             std::to_string(mesh.replicate) + " does not divide the " + std::to_string(world) + " ranks of this run");
+    cfg.fail("data_parallel_replicate_dim", std::to_string(mesh.replicate) + " does not divide the " + ranks);
   mesh.shard = shard == -1 ? world / mesh.replicate : static_cast<int>(shard);
   if (mesh.shard < 1 || mesh.shard * mesh.replicate != world)
-    cfg.fail("data_parallel_shard_dim", "replicate (" + std::to_string(mesh.replicate) + ") x shard (" +
-                                            std::to_string(mesh.shard) + ") must equal the " + std::to_string(world) +
-                                            " ranks of this run");
+    cfg.fail("data_parallel_shard_dim",
+             "replicate (" + std::to_string(mesh.replicate) + ") x shard (" + std::to_string(mesh.shard) +
+                 (tp > 1 ? ") x tensor_parallel_dim (" + std::to_string(tp) + ") must equal the " +
+                               std::to_string(world * tp) + " ranks of this run"
+                         : ") must equal the " + ranks));
   ShardingOptions options;
   options.reshard_after_forward = cfg.get<bool>("reshard_after_forward");
   options.cpu_offload = cfg.get<bool>("cpu_offload");

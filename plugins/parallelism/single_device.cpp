@@ -3,6 +3,7 @@
 // parameter's gradient accumulator reports it there (torch's post-accumulate-grad hook).
 #include "model_units.h"
 #include "parallelism_components.h"
+#include "tensor_parallel_norm.h"
 
 #include <ft/gradient_math.h>
 #include <ft/parallelism.h>
@@ -22,18 +23,28 @@ namespace {
 
 class SingleDevice final : public ft::Parallelism {
  public:
+  explicit SingleDevice(std::shared_ptr<ft::Collectives> tensor_parallel)
+      : tensor_parallel_(std::move(tensor_parallel)) {}
   int data_parallel_rank() const override { return 0; }
   int data_parallel_size() const override { return 1; }
   std::vector<at::Tensor> parallelize(ft::Model& model) override {
     params_ = model.module().parameters();
+    tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
     return params_;
   }
   void begin_micro_batch(bool syncs_gradients) override { syncing_ = syncs_gradients; }
   void end_micro_batch() override {}
   void all_reduce_sum(at::Tensor&) override {}
   void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
-  double clip_grad_norm(double max_norm) override { return ft::clip_grad_norm(params_, max_norm); }
+  double clip_grad_norm(double max_norm) override {
+    if (!tp_norm_.active()) return ft::clip_grad_norm(params_, max_norm);
+    const double norm = std::sqrt(tp_norm_.total_squared(tp_norm_.squares_of(params_)));
+    ft::clip_gradients(params_, norm, max_norm);
+    return norm;
+  }
   void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
+  // Under tensor parallelism each rank steps different slices.
+  bool shards_optimizer_state() const override { return tp_norm_.active(); }
   std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
 
   void set_gradient_ready_callback(GradientReadyCallback ready) override {
@@ -60,6 +71,8 @@ class SingleDevice final : public ft::Parallelism {
     std::shared_ptr<torch::autograd::Node> accumulator;
     std::uintptr_t key;
   };
+  std::shared_ptr<ft::Collectives> tensor_parallel_;
+  TensorParallelNorm tp_norm_;
   std::vector<at::Tensor> params_;
   GradientReadyCallback ready_;
   bool syncing_ = true;
@@ -75,7 +88,7 @@ void register_single_device(ft::Registry& reg) {
                                cfg.fail("_component_", "fthost.parallelism.single runs one rank, but this run has " +
                                                            std::to_string(args.world->size()) +
                                                            "; use fthost.parallelism.ddp or fthost.parallelism.fsdp");
-                             return std::make_unique<SingleDevice>();
+                             return std::make_unique<SingleDevice>(args.tensor_parallel);
                            });
 }
 

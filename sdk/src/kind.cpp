@@ -5,7 +5,7 @@
 
 namespace ft {
 namespace {
-constexpr std::array<std::pair<Kind, std::string_view>, 11> kNames{{
+constexpr std::array<std::pair<Kind, std::string_view>, 12> kNames{{
     {Kind::Model, "model"},
     {Kind::Loss, "loss"},
     {Kind::Optimizer, "optimizer"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<Kind, std::string_view>, 11> kNames{{
     {Kind::Collate, "collate"},
     {Kind::Checkpointer, "checkpointer"},
     {Kind::Profiler, "profiler"},
+    {Kind::TensorParallelPlan, "tensor_parallel_plan"},
 }};
 }  // namespace
 

@@ -25,6 +25,9 @@ class Collate {
   struct Args {
     std::int64_t pad_id = 0;
     std::int64_t ignore_index = kIgnoreIndex;
+    // The padded sequence length is a multiple of this (the seed's pad_to_multiple_of: the
+    // tensor-parallel degree).
+    std::int64_t pad_to_multiple_of = 1;
   };
 
   virtual ~Collate() = default;

@@ -21,6 +21,7 @@ enum class Kind {
   Collate,
   Checkpointer,
   Profiler,
+  TensorParallelPlan,
 };
 
 // "model", "loss", "optimizer", "lr_scheduler", "metric_logger", ... as used in config tables.

@@ -24,6 +24,9 @@ class Loss {
   // `targets`: [b, s] int64, already shifted (targets[:, i] is predicted at position i).
   // Returns a 0-dim tensor; `model` gives the output projection to losses that need it.
   virtual at::Tensor sum(const ModelOutput& output, const at::Tensor& targets, Model& model) = 0;
+  // Whether sum() handles logits sharded over the vocabulary (output.vocab_shard, tensor
+  // parallelism); the host refuses tensor parallelism with a loss that does not.
+  virtual bool supports_vocab_parallel() const { return false; }
 };
 
 }  // namespace ft

@@ -5,6 +5,7 @@
 
 #include <ft/errors.h>
 #include <ft/kind.h>
+#include <ft/tensor_parallel.h>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -12,6 +13,9 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +38,9 @@ struct OutputRequest {
 struct ModelOutput {
   std::vector<at::Tensor> logits;  // chunks along the sequence, each [b, s_i, vocab]; empty if hidden_only
   at::Tensor hidden;               // [b, s, dim] after the final norm; set when hidden_only
+  // Set under tensor parallelism when the logits, and output_weight(), hold only this rank's
+  // slice of the vocabulary (loss parallel): the loss must use vocab_parallel_cross_entropy_sum.
+  std::optional<VocabShard> vocab_shard;
 };
 
 // One parameter under its Hugging Face name. `tensor` is the live parameter (same storage).
@@ -133,6 +140,26 @@ class Model {
       throw Error("this model has no modules it can shard separately (asked for " + module_names.front() + ")");
     return {};
   }
+
+  // --- Tensor parallelism (ft/tensor_parallel.h) ---
+  // Splits the modules `plan` names across the ranks of `group` (torchtune's prepare_mha_for_tp
+  // and parallelize_module): each rank keeps its slice of their parameters, attention its share
+  // of the heads, and the forward communicates over `group`. Called once, after the weights are
+  // loaded and before the parallelism strategy distributes the model. Throws ft::Error naming
+  // the plan entry the model cannot apply (a module it lacks, a style it cannot split it by,
+  // head counts the group size does not divide).
+  virtual void apply_tensor_parallel(const std::vector<ModuleParallelism>& plan,
+                                     const std::shared_ptr<Collectives>& group) {
+    (void)plan;
+    (void)group;
+    throw Error("this model does not support tensor parallelism");
+  }
+  // The parameters apply_tensor_parallel split (each rank of the group holds a different slice);
+  // every other parameter is whole and identical on every rank of the group.
+  virtual std::vector<at::Tensor> tensor_parallel_shards() { return {}; }
+  // Collective over the tensor-parallel group: runs `fn` with every split parameter whole
+  // (readable through hf_parameters()), then restores the slices.
+  virtual void with_full_tensor_parallel_parameters(const std::function<void()>& fn) { fn(); }
 };
 
 }  // namespace ft

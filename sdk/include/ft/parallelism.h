@@ -26,11 +26,18 @@ class Parallelism {
  public:
   static constexpr Kind kind = Kind::Parallelism;
   struct Args {
-    std::shared_ptr<Collectives> world;  // every rank of the run
-    GroupFactory new_group;              // sub-groups (mesh dimensions)
+    // Every data-parallel rank: the whole run, or under tensor parallelism the ranks that hold the
+    // same slices as this one (one per tensor-parallel group). Ranks passed to new_group are
+    // ranks of this group.
+    std::shared_ptr<Collectives> world;
+    GroupFactory new_group;  // sub-groups (mesh dimensions)
     int local_rank = 0;
     int local_world_size = 1;
     c10::Device device = c10::Device(c10::DeviceType::CPU);
+    // This rank's tensor-parallel group (tensor_parallel_dim ranks), nullptr without tensor
+    // parallelism. The model's tensor_parallel_shards() are then slices: a gradient norm sums
+    // their squares over this group and counts every other (replicated) parameter once.
+    std::shared_ptr<Collectives> tensor_parallel;
   };
 
   virtual ~Parallelism() = default;
