@@ -56,6 +56,8 @@ const ft::Schema& recipe_schema() {
         .optional("tensor_parallel_dim", ValueType::Int, "1", "tensor-parallel degree (only 1: not implemented yet)")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
+        .optional("log_level", ValueType::String, "",
+                  "how much the run logs: DEBUG, INFO (unset), WARNING, ERROR or CRITICAL (any case)")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
     for (ft::Kind k : ft::all_kinds()) {
       // Several datasets are concatenated and several loggers all receive the metrics.
