@@ -205,6 +205,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.optimizer_in_bwd = root.get<bool>("optimizer_in_bwd", false);
   s.activation_checkpointing = read_activation_checkpointing(root);
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
+  s.validation = read_validation_settings(root, s.batch_size);
   refuse_unimplemented(root, s);
   return s;
 }

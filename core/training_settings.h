@@ -3,6 +3,8 @@
 // Component tables are read by their plugins; nothing else in the host reads a top-level key.
 #pragma once
 
+#include "validation_settings.h"
+
 #include <ft/config.h>
 
 #include <c10/core/Device.h>
@@ -62,6 +64,7 @@ struct TrainingSettings {
   std::chrono::milliseconds distributed_timeout{300000};
   CheckpointSettings checkpoint;
   ActivationCheckpointingSettings activation_checkpointing;
+  ValidationSettings validation;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.
