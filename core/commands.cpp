@@ -4,6 +4,7 @@
 #include "config_loader.h"
 #include "distributed_environment.h"
 #include "full_finetune_recipe.h"
+#include "log_level.h"
 #include "plugin_loader.h"
 #include "rank_logging.h"
 #include "recipe_schema.h"
@@ -135,6 +136,7 @@ int cmd_validate_or_run(const Invocation& inv) {
   auto doc = load_config(inv.config_path, inv.args);
   ft::ConfigNode root = ft::detail::root_node(doc);
   rewrite_torchtune_keys(*doc, root);
+  apply_log_level(root);  // before anything else logs
   PluginLoader loader = load_plugins(inv, &root);
   const TrainingSettings settings = validate_config(loader.registry(), root);
   if (inv.command == "validate") {

@@ -67,6 +67,7 @@ void FullFinetuneRecipe::setup() {
                "tensor parallelism (tensor_parallel_dim > 1) produces");
   setup_data();
   setup_lr_scheduler();
+  setup_validation();
   checkpoints_ = std::make_unique<CheckpointManager>(
       s_.checkpoint, groups_.world,
       CheckpointManager::Parts{model_.get(), parallelism_.get(), checkpointer_.get(), optimizer_.get(),
@@ -189,10 +190,7 @@ void FullFinetuneRecipe::setup_optimizer() {
 
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
 void FullFinetuneRecipe::setup_data() {
-  std::vector<std::shared_ptr<ft::Dataset>> datasets;
-  for (const auto& table : root_.table_list("dataset"))
-    datasets.push_back(registry_.instantiate<ft::Dataset>(table, {tokenizer_}));
-  dataset_ = datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
+  dataset_ = build_dataset("dataset");
   // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
   // loss and, being at the end, are never attended to by real tokens under the causal mask.
   const std::int64_t pad_id = tokenizer_ ? tokenizer_->pad_id() : 0;
@@ -214,6 +212,36 @@ void FullFinetuneRecipe::setup_data() {
   total_steps_ = s_.epochs * steps_per_epoch_;
   ft::log::info("training: {} epoch(s) x {} steps, {} samples, batch {} x {} accumulation x {} data-parallel ranks",
                 s_.epochs, steps_per_epoch_, dataset_->size(), s_.batch_size, s_.gradient_accumulation_steps, dp_size);
+}
+
+std::shared_ptr<ft::Dataset> FullFinetuneRecipe::build_dataset(const char* key) {
+  std::vector<std::shared_ptr<ft::Dataset>> datasets;
+  for (const auto& table : root_.table_list(key))
+    datasets.push_back(registry_.instantiate<ft::Dataset>(table, {tokenizer_}));
+  return datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
+}
+
+// torchtune builds the validation set whenever dataset_val is configured, even when
+// run_val_every_n_steps is not set and it is never evaluated.
+void FullFinetuneRecipe::setup_validation() {
+  const ValidationSettings& v = s_.validation;
+  if (!v.has_dataset) return;
+  ValidationLoop::Parts parts;
+  parts.model = model_.get();
+  parts.parallelism = parallelism_.get();
+  parts.collate = collate_.get();
+  parts.ignore_index = loss_->ignore_index();
+  parts.loss_of_batch = [this](const ft::Batch& batch) {
+    const at::Tensor targets = shifted_targets(batch.labels, loss_->ignore_index()).to(s_.device);
+    return ValidationLoop::LossAndTokens{loss_sum(batch, targets), targets.ne(loss_->ignore_index()).sum()};
+  };
+  validation_ = std::make_unique<ValidationLoop>(build_dataset("dataset_val"), v.batch_size, std::move(parts));
+  if (v.every_n_steps)
+    ft::log::info("validation: {} samples, batch {}, every {} steps", validation_->size(), v.batch_size,
+                  *v.every_n_steps);
+  else
+    ft::log::info("validation: dataset_val has {} samples, but run_val_every_n_steps is not set, so it never runs",
+                  validation_->size());
 }
 
 void FullFinetuneRecipe::setup_lr_scheduler() {
@@ -245,6 +273,7 @@ void FullFinetuneRecipe::train() {
       ++global_step_;
       log_step(epoch, totals);
       save_if_due(epoch, step);
+      validate_if_due();
     }
   }
   if (progress_) progress_->finish();
@@ -367,6 +396,21 @@ void FullFinetuneRecipe::save_if_due(std::int64_t epoch, std::int64_t step_in_ep
   if (env_.rank == 0)
     ft::log::info("epoch {}/{} done; training blocked {:.2f} s by its checkpoint", epoch + 1, s_.epochs,
                   ft::seconds_since(start));
+}
+
+void FullFinetuneRecipe::validate_if_due() {
+  const auto& every = s_.validation.every_n_steps;
+  if (validation_ && every && global_step_ % *every == 0) validate();
+}
+
+void FullFinetuneRecipe::validate() {
+  const ValidationLoop::Result result = validation_->run();
+  if (!std::isfinite(result.loss)) ft::log::warn("step {}: validation loss is {}", global_step_, result.loss);
+  if (progress_) progress_->set_validation_loss(result.loss);
+  if (env_.rank == 0)
+    ft::log::info("step {}: val_loss {:.4f} over {} tokens ({:.2f} s)", global_step_, result.loss, result.tokens,
+                  result.seconds);
+  logger_->log_dict({{"val_loss", result.loss}}, global_step_);
 }
 
 int FullFinetuneRecipe::cleanup(int exit_code) noexcept {

@@ -14,6 +14,7 @@
 #include "optimizer_in_backward.h"
 #include "progress_line.h"
 #include "training_settings.h"
+#include "validation_loop.h"
 
 #include <ft/checkpointer.h>
 #include <ft/clock.h>
@@ -75,6 +76,9 @@ class FullFinetuneRecipe {
   void setup_optimizer();
   void setup_data();
   void setup_lr_scheduler();
+  // One dataset or, for a list of tables, their concatenation (dataset, dataset_val).
+  std::shared_ptr<ft::Dataset> build_dataset(const char* key);
+  void setup_validation();
 
   // Forward and backward over the micro-batches of one optimizer step, then the step itself.
   StepTotals train_step(const MicroBatches& micro_batches);
@@ -86,6 +90,10 @@ class FullFinetuneRecipe {
   // After step `step_in_epoch` (0-based) of `epoch`: the epoch's checkpoint after its last
   // step, a step_N checkpoint every save_every_n_steps steps.
   void save_if_due(std::int64_t epoch, std::int64_t step_in_epoch);
+  // torchtune's validate(): after each step that makes the step count a multiple of
+  // run_val_every_n_steps, the loss over the whole dataset_val, logged as val_loss.
+  void validate_if_due();
+  void validate();
 
   const ft::Registry& registry_;
   const ft::ConfigNode root_;
@@ -116,6 +124,7 @@ class FullFinetuneRecipe {
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<ProgressLine> progress_;
   std::unique_ptr<ModelFlops> model_flops_;  // rank 0, which logs
+  std::unique_ptr<ValidationLoop> validation_;  // when dataset_val is configured
 
   // Where the loop stands.
   std::int64_t steps_per_epoch_ = 0;

@@ -48,7 +48,8 @@ std::string ProgressLine::render(double at) const {
   const std::int64_t done_here = step_ - options_.initial_step;
   const double remaining =
       done_here > 0 ? elapsed / static_cast<double>(done_here) * static_cast<double>(total_steps_ - step_) : NAN;
-  return fmt::format("{}|{}|Loss: {:.4f}: {:3d}%|{}{}| {}/{} [{}<{}, {:.0f} tok/s]", epoch_, step_, loss_,
+  const std::string val_loss = val_loss_ ? fmt::format("|val_loss: {:.4f}", *val_loss_) : std::string();
+  return fmt::format("{}|{}|Loss: {:.4f}{}: {:3d}%|{}{}| {}/{} [{}<{}, {:.0f} tok/s]", epoch_, step_, loss_, val_loss,
                      static_cast<int>(fraction * 100), std::string(filled, '#'),
                      std::string(options_.bar_width - filled, ' '), step_, total_steps_, clock_text(elapsed),
                      clock_text(remaining), tokens_per_second_);
@@ -92,6 +93,12 @@ void ProgressLine::update(std::int64_t epoch, std::int64_t step, double loss, do
     due = first || last || bucket > last_drawn_bucket_ || at - last_draw_time_ >= options_.plain_interval_seconds;
   }
   if (due) draw(at);
+}
+
+void ProgressLine::set_validation_loss(double val_loss) {
+  if (finished_) return;
+  val_loss_ = val_loss;
+  if (has_update_) draw(now());
 }
 
 void ProgressLine::finish() {

@@ -2,6 +2,8 @@
 //
 //   1|5|Loss: 2.3450:  25%|#####               | 5/20 [00:03<00:09, 1234 tok/s]
 //
+// After a validation the line also shows its loss: `1|5|Loss: 2.3450|val_loss: 2.4012:  25%|...`.
+//
 // On a terminal it redraws one line in place (\r); elsewhere (CI logs, files) it prints plain
 // lines now and then, so a log holds a readable history instead of carriage-return noise.
 #pragma once
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace fthost {
@@ -42,6 +45,9 @@ class ProgressLine {
   // as displayed). `tokens_per_second` is the last step's throughput.
   void update(std::int64_t epoch, std::int64_t step, double loss, double tokens_per_second);
 
+  // The latest validation loss, shown from now on; draws the line at once (validations are rare).
+  void set_validation_loss(double val_loss);
+
   // Ends the display: a terminal gets its newline, a plain log the last state if it was not
   // printed yet. Idempotent; the destructor calls it.
   void finish();
@@ -61,6 +67,7 @@ class ProgressLine {
   // The latest update.
   std::int64_t epoch_ = 0, step_ = 0;
   double loss_ = 0, tokens_per_second_ = 0;
+  std::optional<double> val_loss_;
   bool has_update_ = false;
   // What was drawn.
   bool drawn_latest_ = false;

@@ -57,6 +57,13 @@ const ft::Schema& recipe_schema() {
                   "ranks per tensor-parallel group (1: none); > 1 needs [tensor_parallel_plan]")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
+        .optional("log_level", ValueType::String, "",
+                  "how much the run logs: DEBUG, INFO (unset), WARNING, ERROR or CRITICAL (any case)")
+        .optional("dataset_val", ValueType::Any, "",
+                  "validation set: a dataset component table, or a list of them ([[dataset_val]])")
+        .optional("batch_size_val", ValueType::Int, "", "samples per validation batch and rank (unset: batch_size)")
+        .optional("run_val_every_n_steps", ValueType::Int, "",
+                  "validate on dataset_val after every N optimizer steps (unset: never)")
         .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
     for (ft::Kind k : ft::all_kinds()) {
       // Several datasets are concatenated and several loggers all receive the metrics.
@@ -70,6 +77,9 @@ const ft::Schema& recipe_schema() {
   return schema;
 }
 
-std::optional<ft::Kind> kind_of_table(const std::string& key) { return ft::kind_from_name(key); }
+std::optional<ft::Kind> kind_of_table(const std::string& key) {
+  if (key == "dataset_val") return ft::Kind::Dataset;  // the validation set
+  return ft::kind_from_name(key);
+}
 
 }  // namespace fthost

@@ -215,6 +215,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.activation_checkpointing = read_activation_checkpointing(root);
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
   s.tensor_parallel_dim = read_tensor_parallel_dim(root);
+  s.validation = read_validation_settings(root, s.batch_size);
   refuse_unimplemented(root, s);
   return s;
 }

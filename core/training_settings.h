@@ -3,6 +3,8 @@
 // Component tables are read by their plugins; nothing else in the host reads a top-level key.
 #pragma once
 
+#include "validation_settings.h"
+
 #include <ft/config.h>
 
 #include <c10/core/Device.h>
@@ -65,6 +67,7 @@ struct TrainingSettings {
   // tensor_parallel_dim: ranks per tensor-parallel group (1: none); tensor_parallel_plan then
   // names the plan.
   int tensor_parallel_dim = 1;
+  ValidationSettings validation;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.

@@ -164,3 +164,30 @@ TEST(ProgressLine, ClockTextSwitchesToHoursAndUnknownEta) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ProgressLine, ShowsTheLatestValidationLossFromItsValidationOn) {
+  std::FILE* f = std::tmpfile();
+  FakeClock clock;
+  {
+    ProgressLine::Options options;
+    options.clock = clock.fn();
+    ProgressLine progress(f, 4, /*is_tty=*/false, options);
+    progress.update(1, 1, 3.0, 1000.0);
+    progress.set_validation_loss(2.71828);  // printed at once, though no step is due
+    progress.update(1, 2, 2.5, 1000.0);
+    progress.set_validation_loss(1.5);
+  }
+  const std::string text = contents(f);
+  std::fclose(f);
+  const auto lines = lines_of(text);
+  ASSERT_EQ(lines.size(), 4u) << text;
+  EXPECT_EQ(lines[0].rfind("1|1|Loss: 3.0000:  25%|", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("1|1|Loss: 3.0000|val_loss: 2.7183:  25%|", 0), 0u) << lines[1];
+  // The next step keeps showing the earlier validation's loss until another replaces it.
+  EXPECT_EQ(lines[2].rfind("1|2|Loss: 2.5000|val_loss: 2.7183:  50%|", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("1|2|Loss: 2.5000|val_loss: 1.5000:  50%|", 0), 0u) << lines[3];
+}
+
+}  // namespace

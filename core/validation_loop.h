@@ -1,0 +1,66 @@
+// Validation during training, torchtune's validate(): the loss of the current weights over a
+// whole validation set (`dataset_val`), in eval mode without gradients, every
+// `run_val_every_n_steps` optimizer steps. The loss is token-weighted over the whole set (the sum
+// of per-token losses over the number of counted tokens, not a mean of batch means), each
+// data-parallel rank evaluating its share and the two sums all-reduced.
+#pragma once
+
+#include <ft/collate.h>
+#include <ft/dataset.h>
+#include <ft/model.h>
+#include <ft/parallelism.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace fthost {
+
+// The micro-batches a data-parallel rank evaluates. Every rank gets the same number of batches
+// (a sharded model's forward is collective), so the sampler's tail padding is kept, and
+// `counted` says how many of the rank's samples, in order, are its own: the others repeat the
+// head of the set and contribute no tokens. Over all ranks each sample is counted exactly once.
+struct ValidationShard {
+  std::vector<std::vector<std::int64_t>> batches;  // sample indices
+  std::size_t counted = 0;
+};
+ValidationShard validation_shard(std::size_t dataset_size, std::int64_t batch_size, int dp_rank, int dp_size);
+
+class ValidationLoop {
+ public:
+  // A batch's loss summed over its counted tokens, and their number (0-dim tensors): the same
+  // forward, label shift and loss as a training step.
+  struct LossAndTokens {
+    at::Tensor loss_sum;
+    at::Tensor tokens;
+  };
+  using LossOfBatch = std::function<LossAndTokens(const ft::Batch&)>;
+  struct Parts {
+    ft::Model* model = nullptr;
+    ft::Parallelism* parallelism = nullptr;
+    const ft::Collate* collate = nullptr;
+    std::int64_t ignore_index = -100;
+    LossOfBatch loss_of_batch;
+  };
+  struct Result {
+    double loss = 0;  // +inf when no token is counted, as torchtune's
+    std::int64_t tokens = 0;
+    double seconds = 0;
+  };
+
+  ValidationLoop(std::shared_ptr<ft::Dataset> dataset, std::int64_t batch_size, Parts parts);
+  std::size_t size() const { return dataset_->size(); }
+  // Collective over the data-parallel ranks. Leaves the model in training mode and draws
+  // nothing from any random generator, so the training that follows is unchanged.
+  Result run();
+
+ private:
+  std::shared_ptr<ft::Dataset> dataset_;
+  Parts parts_;
+  ValidationShard shard_;
+};
+
+}  // namespace fthost
