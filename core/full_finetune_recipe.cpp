@@ -1,6 +1,6 @@
 #include "full_finetune_recipe.h"
 
-#include "concat_dataset.h"
+#include "data_pipeline.h"
 #include "device_support.h"
 #include "metric_logger_fanout.h"
 #include "thread_settings.h"
@@ -141,8 +141,8 @@ void FullFinetuneRecipe::apply_activation_checkpointing() {
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {
-  if (!root_.is_table("tokenizer")) return;  // pre-tokenized data
-  tokenizer_ = registry_.instantiate<ft::Tokenizer>(root_.table("tokenizer"));
+  tokenizer_ = build_tokenizer(registry_, root_);
+  if (!tokenizer_) return;  // pre-tokenized data
   if (tokenizer_->vocab_size() > model_->vocab_size())
     root_.fail("tokenizer", "the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                                 " tokens but the model embeds only " + std::to_string(model_->vocab_size()));
@@ -164,14 +164,8 @@ void FullFinetuneRecipe::setup_optimizer() {
 
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
 void FullFinetuneRecipe::setup_data() {
-  std::vector<std::shared_ptr<ft::Dataset>> datasets;
-  for (const auto& table : root_.table_list("dataset"))
-    datasets.push_back(registry_.instantiate<ft::Dataset>(table, {tokenizer_}));
-  dataset_ = datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
-  // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
-  // loss and, being at the end, are never attended to by real tokens under the causal mask.
-  const std::int64_t pad_id = tokenizer_ ? tokenizer_->pad_id() : 0;
-  collate_ = registry_.instantiate<ft::Collate>(root_.table("collate"), {pad_id, loss_->ignore_index()});
+  dataset_ = build_dataset(registry_, root_, tokenizer_);
+  collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index());
 
   const int dp_size = parallelism_->data_parallel_size();
   sampler_ = std::make_unique<DistributedSampler>(
