@@ -201,8 +201,12 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
 
   const bool colour = !options.json && stdout_takes_colour();
   const std::size_t size = documents->size();
-  const auto wanted = options.samples.value_or(options.json ? static_cast<std::int64_t>(size) : kSamplesShownAsText);
-  const std::size_t shown = std::min(size, static_cast<std::size_t>(wanted));
+  // How many of `count` samples (or packs) to print.
+  auto shown_of = [&](std::size_t count) {
+    if (options.samples) return std::min(count, static_cast<std::size_t>(*options.samples));
+    return options.json ? count : std::min(count, static_cast<std::size_t>(kSamplesShownAsText));
+  };
+  const std::size_t shown = shown_of(size);
   if (!options.json) {
     std::cout << (colour ? std::string("Trained-on tokens are ") + kTrainedColour + "green" + kResetColour +
                                ", masked ones (label " + std::to_string(ignore_index) + ", not trained on) " +
@@ -243,7 +247,7 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
     // split_across_pack); the rest of the packs is padding.
     padding = packs * pack_len - totals.tokens;
     if (options.json)
-      for (std::size_t p = 0; p < std::min(static_cast<std::size_t>(packs), static_cast<std::size_t>(wanted)); ++p)
+      for (std::size_t p = 0; p < shown_of(static_cast<std::size_t>(packs)); ++p)
         std::cout << sample_json("pack", p, dataset->get(p)).dump() << "\n";
   }
 

@@ -27,19 +27,23 @@ struct Output {
   std::string err;
 };
 
-// `fthost data` on the tiny Alpaca config, its files taken from the fixtures.
-Output run_data(const std::string& args) {
-  const std::string err_path = fttest::write_temp("stderr.txt", "");
-  const std::string cmd = std::string(FTHOST_BINARY) + " data --config " + FT_SOURCE_DIR +
-                          "/configs/tiny_alpaca_llama3.toml tokenizer.path=" + fttest::tokenizers_dir() +
-                          "/llama3/tokenizer.json dataset.source=" + fttest::data_dir() + "/alpaca_tiny.json " + args +
-                          " 2>" + err_path;
+// Runs `fthost <args>`, stdout and stderr kept apart.
+Output run_fthost_apart(const std::string& args) {
+  const fttest::TempDir dir;
+  const std::string cmd = std::string(FTHOST_BINARY) + " " + args + " 2>" + dir.file("stderr.txt");
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
   while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
   const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, fttest::read_file(err_path)};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, fttest::read_file(dir.file("stderr.txt"))};
+}
+
+// `fthost data` on the tiny Alpaca config, its files taken from the fixtures.
+Output run_data(const std::string& args) {
+  return run_fthost_apart("data --config " + std::string(FT_SOURCE_DIR) +
+                          "/configs/tiny_alpaca_llama3.toml tokenizer.path=" + fttest::tokenizers_dir() +
+                          "/llama3/tokenizer.json dataset.source=" + fttest::data_dir() + "/alpaca_tiny.json " + args);
 }
 
 std::vector<nlohmann::json> json_lines(const std::string& text) {
@@ -321,16 +325,12 @@ TEST(DataCommand, PackedStatisticsAgreeWithPackingTheSamplesDirectly) {
 
 TEST(DataCommand, TextCompletionPackedAcrossPacks) {
   // The whole Shakespeare file is one document in 256-token chunks, each split into a pack.
-  const std::string err_path = fttest::write_temp("stderr.txt", "");
-  const std::string cmd = std::string(FTHOST_BINARY) + " data --json --config " + FT_SOURCE_DIR +
-                          "/configs/tiny_text_completion_packed.toml tokenizer.path=" + fttest::tokenizers_dir() +
-                          "/llama3/tokenizer.json dataset.source=" + fttest::data_dir() + "/tinyshakespeare.txt 2>" +
-                          err_path;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << fttest::read_file(err_path);
+  const Output r =
+      run_fthost_apart("data --json --config " + std::string(FT_SOURCE_DIR) +
+                       "/configs/tiny_text_completion_packed.toml tokenizer.path=" + fttest::tokenizers_dir() +
+                       "/llama3/tokenizer.json dataset.source=" + fttest::data_dir() + "/tinyshakespeare.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& out = r.out;
   const auto lines = json_lines(out);
   const nlohmann::json stats = lines_with(lines, "stats").at(0).at("stats");
   // Counted here: the file encoded with BOS and EOS, as text_completion_dataset does.
