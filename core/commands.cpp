@@ -2,6 +2,7 @@
 
 #include "checkpoint_manager.h"
 #include "config_loader.h"
+#include "data_command.h"
 #include "distributed_environment.h"
 #include "full_finetune_recipe.h"
 #include "log_level.h"
@@ -133,7 +134,9 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
 
 int cmd_validate_or_run(const Invocation& inv) {
   if (inv.config_path.empty()) throw ft::ConfigError("--config: required (a run configuration in TOML)");
+  if (inv.command == "data") log_to_stderr();  // stdout is the data view
   auto doc = load_config(inv.config_path, inv.args);
+  if (inv.command == "data" && inv.data.packed) set_datasets_packed(*doc);
   ft::ConfigNode root = ft::detail::root_node(doc);
   rewrite_torchtune_keys(*doc, root);
   apply_log_level(root);  // before anything else logs
@@ -143,6 +146,7 @@ int cmd_validate_or_run(const Invocation& inv) {
     std::cout << inv.config_path << ": OK (" << loader.registry().size() << " components available)\n";
     return 0;
   }
+  if (inv.command == "data") return show_data(loader.registry(), root, settings, inv.data);
   const DistributedEnvironment env = read_distributed_environment();
   configure_rank_logging(env.rank, env.world_size);
   if (env.rank == 0) {
@@ -158,6 +162,8 @@ int cmd_validate_or_run(const Invocation& inv) {
 }  // namespace
 
 int dispatch(const Invocation& inv) {
+  if (inv.command != "data" && (inv.data.samples || inv.data.packed || inv.data.json))
+    throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
   if (inv.command == "ls") return cmd_ls(inv);
   if (inv.command == "plugins") return cmd_plugins(inv);
   return cmd_validate_or_run(inv);

@@ -1,6 +1,6 @@
 #include "full_finetune_recipe.h"
 
-#include "concat_dataset.h"
+#include "data_pipeline.h"
 #include "device_support.h"
 #include "metric_logger_fanout.h"
 #include "thread_settings.h"
@@ -167,8 +167,8 @@ void FullFinetuneRecipe::apply_tensor_parallel() {
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {
-  if (!root_.is_table("tokenizer")) return;  // pre-tokenized data
-  tokenizer_ = registry_.instantiate<ft::Tokenizer>(root_.table("tokenizer"));
+  tokenizer_ = build_tokenizer(registry_, root_);
+  if (!tokenizer_) return;  // pre-tokenized data
   if (tokenizer_->vocab_size() > model_->vocab_size())
     root_.fail("tokenizer", "the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                                 " tokens but the model embeds only " + std::to_string(model_->vocab_size()));
@@ -190,12 +190,8 @@ void FullFinetuneRecipe::setup_optimizer() {
 
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
 void FullFinetuneRecipe::setup_data() {
-  dataset_ = build_dataset("dataset");
-  // Without a tokenizer (pre-tokenized data) pad with 0: padded positions are ignored by the
-  // loss and, being at the end, are never attended to by real tokens under the causal mask.
-  const std::int64_t pad_id = tokenizer_ ? tokenizer_->pad_id() : 0;
-  collate_ = registry_.instantiate<ft::Collate>(root_.table("collate"),
-                                                {pad_id, loss_->ignore_index(), mesh_.tensor_parallel_size});
+  dataset_ = build_dataset(registry_, root_, tokenizer_, "dataset");
+  collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index(), mesh_.tensor_parallel_size);
 
   const int dp_size = parallelism_->data_parallel_size();
   sampler_ = std::make_unique<DistributedSampler>(
@@ -214,13 +210,6 @@ void FullFinetuneRecipe::setup_data() {
                 s_.epochs, steps_per_epoch_, dataset_->size(), s_.batch_size, s_.gradient_accumulation_steps, dp_size);
 }
 
-std::shared_ptr<ft::Dataset> FullFinetuneRecipe::build_dataset(const char* key) {
-  std::vector<std::shared_ptr<ft::Dataset>> datasets;
-  for (const auto& table : root_.table_list(key))
-    datasets.push_back(registry_.instantiate<ft::Dataset>(table, {tokenizer_}));
-  return datasets.size() == 1 ? datasets[0] : std::make_shared<ConcatDataset>(std::move(datasets));
-}
-
 // torchtune builds the validation set whenever dataset_val is configured, even when
 // run_val_every_n_steps is not set and it is never evaluated.
 void FullFinetuneRecipe::setup_validation() {
@@ -235,7 +224,8 @@ void FullFinetuneRecipe::setup_validation() {
     const at::Tensor targets = shifted_targets(batch.labels, loss_->ignore_index()).to(s_.device);
     return ValidationLoop::LossAndTokens{loss_sum(batch, targets), targets.ne(loss_->ignore_index()).sum()};
   };
-  validation_ = std::make_unique<ValidationLoop>(build_dataset("dataset_val"), v.batch_size, std::move(parts));
+  validation_ = std::make_unique<ValidationLoop>(build_dataset(registry_, root_, tokenizer_, "dataset_val"),
+                                                 v.batch_size, std::move(parts));
   if (v.every_n_steps)
     ft::log::info("validation: {} samples, batch {}, every {} steps", validation_->size(), v.batch_size,
                   *v.every_n_steps);

@@ -77,7 +77,6 @@ class FullFinetuneRecipe {
   void setup_data();
   void setup_lr_scheduler();
   // One dataset or, for a list of tables, their concatenation (dataset, dataset_val).
-  std::shared_ptr<ft::Dataset> build_dataset(const char* key);
   void setup_validation();
 
   // Forward and backward over the micro-batches of one optimizer step, then the step itself.
@@ -123,7 +122,7 @@ class FullFinetuneRecipe {
   std::unique_ptr<DistributedSampler> sampler_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<ProgressLine> progress_;
-  std::unique_ptr<ModelFlops> model_flops_;  // rank 0, which logs
+  std::unique_ptr<ModelFlops> model_flops_;     // rank 0, which logs
   std::unique_ptr<ValidationLoop> validation_;  // when dataset_val is configured
 
   // Where the loop stands.

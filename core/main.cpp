@@ -17,12 +17,22 @@ namespace po = boost::program_options;
 
 namespace {
 
+po::options_description data_options() {
+  po::options_description data("Options of `fthost data` (docs/data.md)");
+  data.add_options()("samples", po::value<std::int64_t>(), "samples to show (default: 3; with --json: all)")(
+      "packed", po::bool_switch(), "pack the datasets (dataset.packed = true)")(
+      "json", po::bool_switch(), "one JSON object per sample (ids, labels), then the statistics");
+  return data;
+}
+
 po::options_description visible_options() {
   po::options_description visible(
       "Usage:\n"
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
+      "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
+      "                                                       show the tokenized training data and its masks\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n\n"
       "Options");
@@ -31,6 +41,7 @@ po::options_description visible_options() {
       "plugin-dir", po::value<std::vector<std::string>>()->composing(),
       "extra plugin directory or library (repeatable)")("verbose,v", po::bool_switch(), "ls: show schemas")(
       "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)");
+  visible.add(data_options());
   return visible;
 }
 
@@ -64,9 +75,13 @@ fthost::Invocation invocation_of(const po::variables_map& vm) {
   if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
   if (vm.count("plugin-dir")) inv.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
   inv.verbose = vm["verbose"].as<bool>();
+  if (vm.count("samples")) inv.data.samples = vm["samples"].as<std::int64_t>();
+  inv.data.packed = vm["packed"].as<bool>();
+  inv.data.json = vm["json"].as<bool>();
   std::vector<std::string> args;
   if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
-  if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run")) {
+  if (!args.empty() &&
+      (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run" || args[0] == "data")) {
     inv.command = args[0];
     args.erase(args.begin());
   }

@@ -22,6 +22,7 @@ ft::Sample SftDataset::get(std::size_t index) const {
   s.tokens = std::move(rendered.tokens);
   s.labels.resize(s.tokens.size());
   for (std::size_t i = 0; i < s.tokens.size(); ++i) s.labels[i] = rendered.mask[i] ? ft::kIgnoreIndex : s.tokens[i];
+  s.truncated = rendered.truncated;
   return s;
 }
 

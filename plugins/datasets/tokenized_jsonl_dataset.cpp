@@ -70,6 +70,7 @@ class TokenizedJsonlDataset final : public ft::Dataset {
     if (max_seq_len > 0 && static_cast<std::int64_t>(s.tokens.size()) > max_seq_len) {
       s.tokens.resize(max_seq_len);
       s.labels.resize(max_seq_len);
+      s.truncated = true;
     }
     return s;
   }

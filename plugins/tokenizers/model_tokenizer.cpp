@@ -29,6 +29,8 @@ std::int64_t ModelTokenizer::required_token(const std::string& text) const {
 
 void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask) const {
   if (max_seq_len_ <= 0) return;
+  // With end tokens a conversation stopped early at max_seq_len is one token over it here.
+  out.truncated = static_cast<std::int64_t>(out.tokens.size()) > max_seq_len_;
   out.tokens = truncate<std::int64_t>(
       out.tokens, max_seq_len_, add_end_tokens ? std::optional<std::int64_t>(ids_.eos) : std::nullopt, truncation_);
   std::vector<bool> mask(out.mask.begin(), out.mask.end());

@@ -18,6 +18,8 @@ struct Sample {
   // to tokens.size(). padded_collate_packed turns them into a block-causal mask.
   std::vector<std::int64_t> input_pos;
   std::vector<std::int64_t> seq_lens;
+  // The source was longer than max_seq_len and was cut to it (`fthost data` counts these).
+  bool truncated = false;
 };
 
 }  // namespace ft

@@ -25,6 +25,8 @@ struct Message {
 struct TokenizedMessages {
   std::vector<std::int64_t> tokens;
   std::vector<bool> mask;
+  // The conversation was longer than the tokenizer's max_seq_len and was cut to it.
+  bool truncated = false;
 };
 
 class Tokenizer {
