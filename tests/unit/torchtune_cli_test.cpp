@@ -195,6 +195,30 @@ TEST(TorchtuneCli, ConfigTakesAShippedConfigsName) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// torchtune's configs name Hub datasets; fthost reads local files and says how to get one.
+TEST(TorchtuneCli, HubDatasetNameSaysToDownloadItFirst) {
+  const std::string dir = fttest::temp_dir();
+  write(dir + "/alpaca.yaml",
+        "output_dir: " + dir +
+            "\nseed: 0\nbatch_size: 2\nepochs: 1\n"
+            "model:\n  _component_: torchtune.models.llama3.llama3\n  vocab_size: 128256\n  num_layers: 1\n"
+            "  num_heads: 2\n  num_kv_heads: 1\n  embed_dim: 16\n  intermediate_dim: 32\n  max_seq_len: 64\n"
+            "tokenizer:\n  _component_: torchtune.models.llama3.llama3_tokenizer\n  path: " +
+            fttest::fixtures_dir() +
+            "/tokenizers/llama3/tokenizer.json\n  max_seq_len: 64\n"
+            "dataset:\n  _component_: torchtune.datasets.alpaca_dataset\n  source: tatsu-lab/alpaca\n"
+            "checkpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n  checkpoint_dir: ''\n"
+            "  model_type: LLAMA3\n"
+            "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n"
+            "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 2e-5\n"
+            "metric_logger:\n  _component_: torchtune.training.metric_logging.StdoutLogger\n");
+  auto r = run("run full_finetune_distributed --config " + dir + "/alpaca.yaml");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("source = \"tatsu-lab/alpaca\" is not a local file, and fthost does not download"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(TorchtuneCli, HelpShowsTheTorchtuneSpellings) {
   auto h = run("--help");
   EXPECT_EQ(h.exit_code, 0);
