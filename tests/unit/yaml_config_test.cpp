@@ -155,6 +155,17 @@ TEST(YamlConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(from_file_name(problems[1]), "run.yaml:6: optimizer.lrr: unknown key; did you mean 'lr'?");
   EXPECT_EQ(from_file_name(problems[2]), "run.yaml:3: optimizer.eps: missing required key (float: eps)");
 
+  // An unknown top-level key, on its line.
+  auto top = ft::detail::check_and_complete(load_yaml("batch_size: 2\nmixed_precision:\n  enabled: false\n"), [] {
+    ft::Schema recipe;
+    recipe.optional("batch_size", ft::ValueType::Int, "1", "batch");
+    return recipe;
+  }());
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(from_file_name(top[0]),
+            "run.yaml:2: mixed_precision: unknown top-level key (docs/config.md lists the "
+            "recipe's keys)");
+
   // An override's errors name the command line, not the file.
   auto overridden = load_yaml("optimizer:\n  lr: 1\n", {"optimizer.lr=fast"});
   EXPECT_EQ(error_of<ft::ConfigError>([&] { overridden.table("optimizer").get<double>("lr"); }),
