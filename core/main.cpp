@@ -25,6 +25,7 @@ po::options_description visible_options() {
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
+      "                                                        (or `fthost validate run.toml`, as tune's)\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n"
       "  fthost ls configs                                     list the shipped configs\n"
@@ -89,6 +90,11 @@ fthost::Invocation invocation_of(const po::variables_map& vm) {
   }
   if (inv.command == "run" && !args.empty() && fthost::is_recipe_argument(args[0])) {
     fthost::check_recipe_name(args[0]);
+    args.erase(args.begin());
+  }
+  // `tune validate my.yaml` names the config without --config.
+  if (inv.command == "validate" && inv.config_path.empty() && !args.empty() && fthost::is_recipe_argument(args[0])) {
+    inv.config_path = args[0];
     args.erase(args.begin());
   }
   inv.args = std::move(args);

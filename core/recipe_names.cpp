@@ -1,6 +1,7 @@
 #include "recipe_names.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 namespace fthost {
 
@@ -17,8 +18,11 @@ bool is_recipe_argument(const std::string& arg) {
 
 void check_recipe_name(const std::string& name) {
   if (name == kRecipe) return;
+  std::string hint;
+  for (const char* ext : {".yaml", ".yml", ".toml"})
+    if (ft::ends_with(name, ext)) hint = "; a config is given with --config " + name;
   throw ft::Error("run: unknown recipe '" + name + "'; fthost runs one recipe: " + kRecipe +
-                  " (torchtune's full finetuning, on one rank or with --nproc_per_node N)");
+                  " (torchtune's full finetuning, on one rank or with --nproc_per_node N)" + hint);
 }
 
 }  // namespace fthost

@@ -6,7 +6,8 @@
 
 namespace fthost {
 
-// Whether the first argument after `run` is in a recipe name's place: not an override (`key=value`, `~key`).
+// Whether an argument is a name (a recipe after `run`, a config after `validate`), not an override
+// (`key=value`, `~key`).
 bool is_recipe_argument(const std::string& arg);
 
 // Throws ft::Error naming the known recipe unless `name` is it.

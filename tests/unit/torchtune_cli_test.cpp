@@ -115,6 +115,14 @@ TEST(TorchtuneCli, RunTakesTorchtunesRecipeName) {
                             "full_finetune_distributed"),
             std::string::npos)
       << bad.output;
+  auto config_as_recipe = run("run " + dir + "/demo.yaml");
+  EXPECT_EQ(config_as_recipe.exit_code, 2);
+  EXPECT_NE(config_as_recipe.output.find("a config is given with --config " + dir + "/demo.yaml"), std::string::npos)
+      << config_as_recipe.output;
+  // `tune validate X` names the config without --config.
+  auto validate = run("validate " + dir + "/demo.yaml max_steps_per_epoch=1");
+  EXPECT_EQ(validate.exit_code, 0) << validate.output;
+  EXPECT_NE(validate.output.find("demo.yaml: OK"), std::string::npos) << validate.output;
   // Without a name, `run` stays what it was.
   EXPECT_EQ(run("run --config " + dir + "/demo.yaml max_steps_per_epoch=1 output_dir=" + dir + "/plain").exit_code, 0);
 }
