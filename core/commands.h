@@ -1,4 +1,4 @@
-// The host's subcommands: run, validate, ls, plugins.
+// The host's subcommands: run, validate, ls, plugins, cp.
 #pragma once
 
 #include <string>
@@ -10,8 +10,10 @@ struct Invocation {
   std::string command = "run";
   std::string config_path;
   std::vector<std::string> plugin_dirs;
-  std::vector<std::string> args;  // overrides, or the KIND filter of `ls`
+  std::vector<std::string> args;  // overrides, the KIND filter of `ls`, or cp's SOURCE DEST
   bool verbose = false;
+  bool force = false;         // cp: overwrite the destination
+  bool make_parents = false;  // cp: create the destination's directories
 };
 
 std::string version_text();

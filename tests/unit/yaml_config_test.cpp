@@ -1,6 +1,7 @@
 // torchtune's YAML configs: OmegaConf's meaning of nulls, numbers and `${...}`, torchtune's
 // command-line overrides on them, and errors that name the file, line and key.
 #include "yaml_config.h"
+#include "config_commands.h"
 #include "config_loader.h"
 #include "omegaconf_scalars.h"
 #include "test_helpers.h"
@@ -154,6 +155,17 @@ TEST(YamlConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(from_file_name(problems[1]), "run.yaml:6: optimizer.lrr: unknown key; did you mean 'lr'?");
   EXPECT_EQ(from_file_name(problems[2]), "run.yaml:3: optimizer.eps: missing required key (float: eps)");
 
+  // An unknown top-level key, on its line.
+  auto top = ft::detail::check_and_complete(load_yaml("batch_size: 2\nmixed_precision:\n  enabled: false\n"), [] {
+    ft::Schema recipe;
+    recipe.optional("batch_size", ft::ValueType::Int, "1", "batch");
+    return recipe;
+  }());
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(from_file_name(top[0]),
+            "run.yaml:2: mixed_precision: unknown top-level key (docs/config.md lists the "
+            "recipe's keys)");
+
   // An override's errors name the command line, not the file.
   auto overridden = load_yaml("optimizer:\n  lr: 1\n", {"optimizer.lr=fast"});
   EXPECT_EQ(error_of<ft::ConfigError>([&] { overridden.table("optimizer").get<double>("lr"); }),
@@ -178,6 +190,25 @@ TEST(YamlConfig, ErrorsNameFileLineAndKey) {
     auto msg = from_file_name(error_of<ft::ConfigError>([&] { load_yaml(c.text); }));
     EXPECT_EQ(msg.rfind(c.message, 0), 0u) << c.text << "\n" << msg;
   }
+}
+
+// `fthost cp X.yaml X.toml` writes TOML that loads to the very same values (floats in their
+// shortest form must still read back bit for bit).
+TEST(YamlConfig, TomlTranslationLoadsTheSameValues) {
+  const std::string yaml =
+      "output_dir: /tmp/run\nseed: null\nlr: 2e-5\nthird: 0.3333333333333333\ntiny: -2.5e-7\nbig: 1e300\n"
+      "f: 3.0\nn: 7\nshuffle: yes\nbetas: [0.9, 0.95]\nmixed: [1, 0.1, 'x, y']\nlog_dir: ${output_dir}/logs\n"
+      "dataset:\n  - {_component_: a, split: 'train[:95%]'}\n  - {_component_: b}\n"
+      "checkpointer:\n  checkpoint_files: {filename_format: 'model-{}-of-{}.safetensors', max_filename: '00004'}\n";
+  const std::string yaml_path = write_temp("run.yaml", yaml);
+  const std::string toml_text = fthost::toml_translation_of_yaml(yaml_path);
+  EXPECT_NE(toml_text.find("lr = 2e-05\n"), std::string::npos) << toml_text;
+  auto from_yaml = fthost::load_config_file(yaml_path);
+  auto from_toml = fthost::load_config_text(toml_text, "run.toml");
+  EXPECT_TRUE(from_yaml->root() == from_toml->root()) << toml_text;
+  EXPECT_FALSE(from_toml->root().contains("seed"));
+  EXPECT_EQ(*from_toml->find("lr")->value<double>(), 2e-5);
+  EXPECT_EQ(*from_toml->find("third")->value<double>(), 0.3333333333333333);
 }
 
 // The scalar rules on their own, against PyYAML's and OmegaConf's documented patterns.
