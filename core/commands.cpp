@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "checkpoint_manager.h"
+#include "config_commands.h"
 #include "config_loader.h"
 #include "data_command.h"
 #include "distributed_environment.h"
@@ -9,6 +10,7 @@
 #include "plugin_loader.h"
 #include "rank_logging.h"
 #include "recipe_schema.h"
+#include "shipped_configs.h"
 #include "torchtune_key_rewrites.h"
 #include "training_settings.h"
 
@@ -46,12 +48,13 @@ PluginLoader load_plugins(const Invocation& inv, const ft::ConfigNode* root) {
 
 int cmd_ls(const Invocation& inv) {
   std::optional<ft::Kind> filter;
+  if (!inv.args.empty() && inv.args[0] == "configs") return cmd_ls_configs();
   if (!inv.args.empty()) {
     filter = ft::kind_from_name(inv.args[0]);
     if (!filter) {
       std::string kinds;
       for (auto k : ft::all_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(ft::kind_name(k));
-      throw ft::Error("ls: unknown kind '" + inv.args[0] + "'; kinds are: " + kinds);
+      throw ft::Error("ls: unknown kind '" + inv.args[0] + "'; kinds are: " + kinds + " (or `ls configs`)");
     }
   }
   PluginLoader loader = load_plugins(inv, nullptr);
@@ -133,9 +136,10 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
 }
 
 int cmd_validate_or_run(const Invocation& inv) {
-  if (inv.config_path.empty()) throw ft::ConfigError("--config: required (a run configuration in TOML)");
+  if (inv.config_path.empty())
+    throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
   if (inv.command == "data") log_to_stderr();  // stdout is the data view
-  auto doc = load_config(inv.config_path, inv.args);
+  auto doc = load_config(resolve_config_argument(inv.config_path), inv.args);
   if (inv.command == "data" && inv.data.packed) set_datasets_packed(*doc);
   ft::ConfigNode root = ft::detail::root_node(doc);
   rewrite_torchtune_keys(*doc, root);
@@ -166,6 +170,7 @@ int dispatch(const Invocation& inv) {
     throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
   if (inv.command == "ls") return cmd_ls(inv);
   if (inv.command == "plugins") return cmd_plugins(inv);
+  if (inv.command == "cp") return cmd_cp(inv.args, CopyOptions{inv.force, inv.make_parents});
   return cmd_validate_or_run(inv);
 }
 

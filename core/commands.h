@@ -1,4 +1,4 @@
-// The host's subcommands: run, validate, data, ls, plugins.
+// The host's subcommands: run, validate, data, ls, plugins, cp.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +19,11 @@ struct Invocation {
   std::string command = "run";
   std::string config_path;
   std::vector<std::string> plugin_dirs;
-  std::vector<std::string> args;  // overrides, or the KIND filter of `ls`
+  std::vector<std::string> args;  // overrides, the KIND filter of `ls`, or cp's SOURCE DEST
   bool verbose = false;
   DataViewOptions data;
+  bool force = false;         // cp: overwrite the destination
+  bool make_parents = false;  // cp: create the destination's directories
 };
 
 std::string version_text();

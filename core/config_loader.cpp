@@ -1,5 +1,8 @@
 #include "config_loader.h"
 
+#include "omegaconf_scalars.h"
+#include "yaml_config.h"
+
 #include <ft/errors.h>
 #include <ft/text.h>
 
@@ -23,6 +26,7 @@ std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
+  if (is_yaml_path(path)) return load_yaml_config_text(text.str(), path);
   return load_config_text(text.str(), path);
 }
 
@@ -84,10 +88,52 @@ std::vector<std::string> split_path(const std::string& dotted, const std::string
   return parts;
 }
 
+// Removes the key at `parts` if it is there: a null override, as OmegaConf's null is the key left out.
+void erase_if_present(ConfigDocument& doc, const std::vector<std::string>& parts) {
+  std::string parent_path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) parent_path += (i ? "." : "") + parts[i];
+  if (toml::node* parent = doc.find(parent_path))
+    if (toml::table* table = parent->as_table()) table->erase(parts.back());
+}
+
 void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
-  const std::string key = arg.substr(0, eq);
+  std::string key = arg.substr(0, eq);
   const std::string text = arg.substr(eq + 1);
+  // torchtune's `model=torchtune.models.llama3_2.llama3_2_1b` sets the component of a top-level table.
+  if (key.find('.') == std::string::npos)
+    if (const toml::node* existing = doc.find(key);
+        existing && existing->is_table() && existing->as_table()->contains("_component_"))
+      key += "._component_";
   auto parts = split_path(key, arg);
+
+  toml::table parsed;
+  if (key.find("max_filename") != std::string::npos) {
+    // As torchtune does: `00004` names a shard count with its leading zeros, not the integer 4.
+    parsed.insert("v", text);
+  } else {
+    try {
+      parsed = ft::detail::parse_value_as_table(text);
+    } catch (const std::exception&) {
+      // Not a TOML value: read it as torchtune does (OmegaConf's YAML scalars, `None` for null),
+      // so `lr=.5` and `shuffle=True` are a number and a boolean and `output_dir=/tmp/run` a string.
+      PlainScalar scalar;
+      try {
+        scalar = resolve_plain_scalar(text);
+      } catch (const ConfigError& e) {
+        throw ConfigError("command line: " + arg + ": " + e.what());
+      }
+      switch (text == "None" ? PlainScalar::Type::Null : scalar.type) {
+        case PlainScalar::Type::Null:
+          erase_if_present(doc, parts);
+          doc.mark_overridden(key);
+          return;
+        case PlainScalar::Type::Bool: parsed.insert("v", scalar.boolean); break;
+        case PlainScalar::Type::Int: parsed.insert("v", scalar.integer); break;
+        case PlainScalar::Type::Float: parsed.insert("v", scalar.number); break;
+        case PlainScalar::Type::String: parsed.insert("v", text); break;
+      }
+    }
+  }
 
   toml::table* table = &doc.root();
   std::string walked;
@@ -99,14 +145,6 @@ void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
       throw ConfigError("command line: " + arg + ": '" + walked + "' is " + ft::detail::describe(*next) +
                         ", not a table");
     table = next->as_table();
-  }
-
-  toml::table parsed;
-  try {
-    parsed = ft::detail::parse_value_as_table(text);
-  } catch (const std::exception&) {
-    // Not a TOML value (`output_dir=/tmp/run`): take the text as a string, as torchtune does.
-    parsed.insert("v", text);
   }
   table->insert_or_assign(parts.back(), *parsed.get("v"));
   doc.mark_overridden(key);

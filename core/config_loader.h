@@ -1,4 +1,4 @@
-// Loading the run configuration: the TOML file, torchtune-style command-line overrides
+// Loading the run configuration: the TOML or YAML file, torchtune-style command-line overrides
 // (`optimizer.lr=1e-4`, `~lr_scheduler`) and `${key}` interpolation, in that order.
 #pragma once
 
@@ -10,7 +10,8 @@
 
 namespace fthost {
 
-// Reads and parses a TOML file; errors name the file, line and column.
+// Reads and parses a config file: YAML (torchtune's format) when it ends in .yaml or .yml,
+// TOML otherwise; errors name the file and line.
 std::shared_ptr<ft::detail::ConfigDocument> load_config_file(const std::string& path);
 
 // Parses TOML text; `source_name` (a path or a label) prefixes the line and column of errors.

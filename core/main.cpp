@@ -1,6 +1,7 @@
 // fthost: the command-line host. Parses the command, loads plugins, dispatches.
 #include "commands.h"
 #include "local_launcher.h"
+#include "recipe_names.h"
 #include "thread_settings.h"
 
 #include <ft/errors.h>
@@ -10,6 +11,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,21 +33,34 @@ po::options_description visible_options() {
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
+      "                                                        (or `fthost validate run.toml`, as tune's)\n"
       "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
-      "                                                       show the tokenized training data and its masks\n"
+      "                                                        show the tokenized training data and its masks\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
-      "  fthost plugins                                        list plugin libraries\n\n"
+      "  fthost plugins                                        list plugin libraries\n"
+      "  fthost ls configs                                     list the shipped configs\n"
+      "  fthost cp CONFIG DEST [--force] [--make-parents]      copy a shipped config or a config file;\n"
+      "                                                        YAML to a .toml DEST is translated\n"
+      "  fthost run [--nproc_per_node N] full_finetune_distributed --config X [overrides]\n"
+      "                                                        torchtune's `tune run` spelling\n"
+      "Configs are TOML or torchtune's YAML (.yaml, .yml); --config also takes a shipped config's\n"
+      "name (qwen2_5/0.5B_full). Overrides: key=value (TOML or YAML value; null/None removes the key),\n"
+      "~key (remove).\n\n"
       "Options");
   visible.add_options()("help,h", "show this help")("version", "print the version and build fingerprint")(
-      "config,c", po::value<std::string>(), "run configuration (TOML)")(
+      "config,c", po::value<std::string>(), "run configuration (TOML or YAML), or a shipped config's name")(
       "plugin-dir", po::value<std::vector<std::string>>()->composing(),
       "extra plugin directory or library (repeatable)")("verbose,v", po::bool_switch(), "ls: show schemas")(
-      "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)");
+      "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)")(
+      "nproc_per_node", po::value<int>(), "the same, as torchtune spells it")("force", po::bool_switch(),
+                                                                              "cp: overwrite an existing destination")(
+      "make-parents", po::bool_switch(), "cp: create the destination's missing directories");
   visible.add(data_options());
   return visible;
 }
 
-// `fthost --nproc-per-node N ...`: the same command line, without the option, for each rank.
+// `fthost --nproc-per-node N ...`: the same command line, without the option (either spelling),
+// for each rank.
 int launch_local(int argc, char** argv, int nproc) {
   if (std::getenv("RANK")) {
     std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
@@ -55,11 +70,11 @@ int launch_local(int argc, char** argv, int nproc) {
   std::vector<std::string> rank_args;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--nproc-per-node") {
+    if (a == "--nproc-per-node" || a == "--nproc_per_node") {
       ++i;
       continue;
     }
-    if (a.rfind("--nproc-per-node=", 0) == 0) continue;
+    if (a.rfind("--nproc-per-node=", 0) == 0 || a.rfind("--nproc_per_node=", 0) == 0) continue;
     rank_args.push_back(a);
   }
   try {
@@ -78,15 +93,35 @@ fthost::Invocation invocation_of(const po::variables_map& vm) {
   if (vm.count("samples")) inv.data.samples = vm["samples"].as<std::int64_t>();
   inv.data.packed = vm["packed"].as<bool>();
   inv.data.json = vm["json"].as<bool>();
+  inv.force = vm["force"].as<bool>();
+  inv.make_parents = vm["make-parents"].as<bool>();
   std::vector<std::string> args;
   if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
-  if (!args.empty() &&
-      (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run" || args[0] == "data")) {
+  if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run" ||
+                        args[0] == "data" || args[0] == "cp")) {
     inv.command = args[0];
+    args.erase(args.begin());
+  }
+  if (inv.command == "run" && !args.empty() && fthost::is_recipe_argument(args[0])) {
+    fthost::check_recipe_name(args[0]);
+    args.erase(args.begin());
+  }
+  // `tune validate my.yaml` names the config without --config.
+  if (inv.command == "validate" && inv.config_path.empty() && !args.empty() && fthost::is_recipe_argument(args[0])) {
+    inv.config_path = args[0];
     args.erase(args.begin());
   }
   inv.args = std::move(args);
   return inv;
+}
+
+// The launcher's rank count from either spelling, if given.
+std::optional<int> nproc_per_node(const po::variables_map& vm) {
+  if (vm.count("nproc-per-node") && vm.count("nproc_per_node"))
+    throw ft::Error("--nproc-per-node and --nproc_per_node are the same option; give it once");
+  if (vm.count("nproc-per-node")) return vm["nproc-per-node"].as<int>();
+  if (vm.count("nproc_per_node")) return vm["nproc_per_node"].as<int>();
+  return std::nullopt;
 }
 
 }  // namespace
@@ -119,10 +154,11 @@ int main(int argc, char** argv) {
     std::cout << fthost::version_text() << "\n";
     return 0;
   }
-  if (vm.count("nproc-per-node")) return launch_local(argc, argv, vm["nproc-per-node"].as<int>());
-
   try {
-    return fthost::dispatch(invocation_of(vm));
+    // The command is checked before ranks start, so a mistake is reported once.
+    const fthost::Invocation inv = invocation_of(vm);
+    if (const auto nproc = nproc_per_node(vm)) return launch_local(argc, argv, *nproc);
+    return fthost::dispatch(inv);
   } catch (const ft::Error& e) {
     std::cerr << "fthost: error: " << e.what() << "\n";
     return 2;

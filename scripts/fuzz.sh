@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) into ./build-fuzz with clang, ASan and UBSan, then
 # fuzzes each for FUZZ_SECONDS (default 60) starting from its seed corpus in tests/fuzz/corpus/.
-#   bash scripts/fuzz.sh [target...]      targets: config safetensors tokenizer_json (default: all)
+#   bash scripts/fuzz.sh [target...]      targets: config yaml_config safetensors tokenizer_json (default: all)
 # New inputs go to build-fuzz/corpus/<target>/, crashes to build-fuzz/artifacts/<target>/. A crash
 # becomes a regression test by copying its input into tests/fuzz/corpus/<target>/: ctest replays
 # that directory in every build (test fuzz_corpus.<target>).
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FTHOST_JOBS:-2}"
 targets=("$@")
-((${#targets[@]})) || targets=(config safetensors tokenizer_json)
+((${#targets[@]})) || targets=(config yaml_config safetensors tokenizer_json)
 cxx="${FTHOST_FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}"
 read -r -a extra_args <<< "${FTHOST_CMAKE_ARGS:-}"
 

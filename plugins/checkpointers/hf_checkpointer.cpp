@@ -13,6 +13,7 @@
 // It also stores the host's training checkpoints (ft::TrainingCheckpointStorage): the same
 // model directory, written into the host's staging directory, and safetensors tensor files.
 #include "checkpointers_components.h"
+#include "formatted_checkpoint_files.h"
 #include "safetensors.h"
 
 #include <ft/checkpointer.h>
@@ -317,12 +318,8 @@ std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, c
     cfg.fail("model_type", "\"" + s.model_type + "\" is not one of " + join(types, ", "));
 
   s.checkpoint_dir = cfg.get<std::string>("checkpoint_dir");
-  if (cfg.is_table("checkpoint_files"))
-    cfg.fail("checkpoint_files",
-             "the {filename_format, max_filename} form is not supported; list the file names, e.g. "
-             "[\"model-00001-of-00002.safetensors\", \"model-00002-of-00002.safetensors\"], or leave it empty to "
-             "read model.safetensors.index.json or model.safetensors");
-  s.checkpoint_files = cfg.get<std::vector<std::string>>("checkpoint_files");
+  s.checkpoint_files = cfg.is_table("checkpoint_files") ? formatted_checkpoint_files(cfg.table("checkpoint_files"))
+                                                        : cfg.get<std::vector<std::string>>("checkpoint_files");
   if (s.checkpoint_dir.empty() && !s.checkpoint_files.empty())
     cfg.fail("checkpoint_files", "files are listed but checkpoint_dir is empty");
   if (!s.checkpoint_dir.empty()) {
@@ -350,7 +347,8 @@ void register_hf_checkpointer(ft::Registry& reg) {
       .optional("checkpoint_dir", ValueType::String, "\"\"",
                 "Hugging Face model directory to load (empty: start from the model's initialisation)")
       .optional("checkpoint_files", ValueType::Any, "[]",
-                "safetensors files in checkpoint_dir (empty: model.safetensors.index.json, else model.safetensors)")
+                "safetensors files in checkpoint_dir, or {filename_format, max_filename} (empty: "
+                "model.safetensors.index.json, else model.safetensors)")
       .optional("output_dir", ValueType::String, "",
                 "where <tag>/ checkpoints are written (default: the run's output_dir)")
       .optional("recipe_checkpoint", ValueType::String, "",

@@ -29,6 +29,17 @@ std::string DecoderConfig::problem() const {
   return {};
 }
 
+std::int64_t DecoderConfig::parameter_count() const {
+  const std::int64_t hd = resolved_head_dim();
+  const std::int64_t q_width = num_heads * hd, kv_width = num_kv_heads * hd;
+  std::int64_t attention = embed_dim * q_width + 2 * embed_dim * kv_width + q_width * embed_dim;
+  if (qkv_bias) attention += q_width + 2 * kv_width;
+  const std::int64_t mlp = 3 * embed_dim * intermediate_dim;
+  const std::int64_t layer = attention + mlp + 2 * embed_dim;  // + the two RMSNorm scales
+  const std::int64_t embedding = vocab_size * embed_dim;
+  return embedding + num_layers * layer + embed_dim + (tie_word_embeddings ? 0 : embedding);
+}
+
 std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of) {
   std::int64_t hidden = 4 * dim;
   hidden = (2 * hidden) / 3;

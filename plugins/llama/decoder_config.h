@@ -35,6 +35,9 @@ struct DecoderConfig {
   std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : embed_dim / num_heads; }
   // Empty when consistent, else what is wrong (the caller names the config key).
   std::string problem() const;
+  // Trainable parameters of the decoder this config builds, counted from the shapes alone (no
+  // allocation), as Hugging Face and the model cards count them: a tied output is counted once.
+  std::int64_t parameter_count() const;
 };
 
 // torchtune's scale_hidden_dim_for_mlp: 2/3 of 4*dim rounded up to a multiple of `multiple_of`.

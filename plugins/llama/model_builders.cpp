@@ -1,7 +1,8 @@
-// torchtune's model builders: the generic llama3 / qwen2 builders taking the architecture as
-// keys, and the named sizes that take none.
+// torchtune's model builders: the generic llama2 / llama3 / qwen2 builders taking the architecture
+// as keys, and the named sizes (named_model_sizes.cpp) that take none.
 #include "llama_components.h"
 #include "llama_model.h"
+#include "named_model_sizes.h"
 
 #include <ft/config.h>
 #include <ft/registry.h>
@@ -56,46 +57,22 @@ DecoderConfig common_config(const ft::ConfigNode& cfg, const std::string& family
   return c;
 }
 
-// Named sizes, as torchtune's builders define them.
-DecoderConfig llama3_sized(std::int64_t layers, std::int64_t heads, std::int64_t dim, std::int64_t hidden,
-                           double scale_factor, bool tied) {
-  DecoderConfig c;
-  c.family = "llama";
-  c.vocab_size = 128256;
-  c.num_layers = layers;
-  c.num_heads = heads;
-  c.num_kv_heads = 8;
-  c.embed_dim = dim;
-  c.intermediate_dim = hidden;
-  c.max_seq_len = 131072;
-  c.norm_eps = 1e-5;
-  c.rope_base = 500000.0;
-  c.rope_scaling = Llama3RopeScaling{scale_factor, 1.0, 4.0, 8192};
-  c.tie_word_embeddings = tied;
-  return c;
+// "8030261248" -> "8,030,261,248"
+std::string with_thousands_separators(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
-DecoderConfig qwen2_5_sized(std::int64_t layers, std::int64_t heads, std::int64_t dim, std::int64_t hidden) {
-  DecoderConfig c;
-  c.family = "qwen2";
-  c.vocab_size = 151936;
-  c.num_layers = layers;
-  c.num_heads = heads;
-  c.num_kv_heads = 2;
-  c.embed_dim = dim;
-  c.intermediate_dim = hidden;
-  c.max_seq_len = 32768;
-  c.norm_eps = 1e-6;
-  c.rope_base = 1000000.0;
-  c.qkv_bias = true;
-  c.tie_word_embeddings = true;
-  return c;
-}
-
-void add_named(ft::Registry& reg, const std::string& name, const std::string& summary, DecoderConfig config) {
-  reg.add<ft::Model>(name, ft::Schema{}, summary, [config](const ft::ConfigNode& cfg, ft::Model::Args args) {
-    return build_checked(cfg, config, args);
-  });
+void add_named(ft::Registry& reg, const NamedModelSize& size) {
+  const DecoderConfig config = size.config;
+  reg.add<ft::Model>(
+      size.component, ft::Schema{},
+      size.summary + ", " + with_thousands_separators(config.parameter_count()) + " parameters",
+      [config](const ft::ConfigNode& cfg, ft::Model::Args args) { return build_checked(cfg, config, args); });
 }
 
 }  // namespace
@@ -130,16 +107,17 @@ void register_model_builders(ft::Registry& reg) {
                        return build_checked(cfg, c, args);
                      });
 
-  add_named(reg, "torchtune.models.llama3_2.llama3_2_1b", "Llama 3.2 1B (tied, RoPE scale 32)",
-            llama3_sized(16, 32, 2048, 8192, 32.0, true));
-  add_named(reg, "torchtune.models.llama3_2.llama3_2_3b", "Llama 3.2 3B (tied, RoPE scale 32)",
-            llama3_sized(28, 24, 3072, 8192, 32.0, true));
-  add_named(reg, "torchtune.models.llama3_1.llama3_1_8b", "Llama 3.1 8B (RoPE scale 8)",
-            llama3_sized(32, 32, 4096, 14336, 8.0, false));
-  add_named(reg, "torchtune.models.qwen2_5.qwen2_5_0_5b", "Qwen 2.5 0.5B", qwen2_5_sized(24, 14, 896, 4864));
-  for (const char* name : {"torchtune.models.qwen2_5.qwen2_5_1_5b", "torchtune.models.qwen2_5.qwen2_5_1_5b_base",
-                           "torchtune.models.qwen2_5.qwen2_5_1_5b_instruct"})
-    add_named(reg, name, "Qwen 2.5 1.5B", qwen2_5_sized(28, 12, 1536, 8960));
+  ft::Schema llama2 = common_schema("10000.0", "1e-5");
+  llama2.optional("intermediate_dim", ValueType::Int, "", "MLP width (default torchtune's scale_hidden_dim_for_mlp)");
+  reg.add<ft::Model>("torchtune.models.llama2.llama2", llama2, "Llama 2 decoder of any size (plain RoPE)",
+                     [](const ft::ConfigNode& cfg, ft::Model::Args args) {
+                       DecoderConfig c = common_config(cfg, "llama");
+                       c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim", 0);
+                       if (c.intermediate_dim == 0) c.intermediate_dim = scale_hidden_dim_for_mlp(c.embed_dim);
+                       return build_checked(cfg, c, args);
+                     });
+
+  for (const NamedModelSize& size : named_model_sizes()) add_named(reg, size);
 }
 
 }  // namespace ft_llama

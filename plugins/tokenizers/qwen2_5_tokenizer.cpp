@@ -3,15 +3,12 @@
 //   (<|im_start|>role\n content <|im_end|>\n)* with the last assistant turn left open, then EOS (<|im_end|>).
 #include <ft/errors.h>
 
-#include "bpe_loaders.h"
+#include "qwen_codec.h"
 #include "tokenizer_factories.h"
 
 namespace ft_tok {
 
 namespace {
-
-constexpr const char* kQwenPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 std::vector<AddedToken> qwen2_5_special_tokens() {
   const char* names[] = {"<|endoftext|>",      "<|im_start|>",     "<|im_end|>",     "<|object_ref_start|>",
@@ -119,18 +116,8 @@ class Qwen2_5Tokenizer final : public ModelTokenizer {
 std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, const std::string& merges_file,
                                                       std::int64_t max_seq_len, Truncation truncation,
                                                       std::optional<std::vector<AddedToken>> special_tokens) {
-  std::shared_ptr<const TextCodec> codec;
-  const bool named_vocab_json = path.size() >= 10 && path.compare(path.size() - 10, 10, "vocab.json") == 0;
-  if (looks_like_json(path) && merges_file.empty() && !named_vocab_json) {
-    // A tokenizer.json (a vocab.json also starts with '{' but needs merges_file).
-    codec = std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
-  } else {
-    if (merges_file.empty())
-      throw ft::Error("merges_file is required with path = \"" + path +
-                      "\" (a vocab.json); or set path to a tokenizer.json");
-    codec = std::make_shared<BpeCodec>(load_vocab_merges(
-        path, merges_file, kQwenPattern, special_tokens ? std::move(*special_tokens) : qwen2_5_special_tokens()));
-  }
+  auto codec =
+      load_qwen_codec(path, merges_file, special_tokens ? std::move(*special_tokens) : qwen2_5_special_tokens());
   return std::make_unique<Qwen2_5Tokenizer>(std::move(codec), max_seq_len, truncation);
 }
 

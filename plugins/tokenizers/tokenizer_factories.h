@@ -20,6 +20,9 @@ std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, st
 std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, const std::string& merges_file,
                                                       std::int64_t max_seq_len, Truncation truncation,
                                                       std::optional<std::vector<AddedToken>> special_tokens);
+std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, const std::string& merges_file,
+                                                    std::int64_t max_seq_len, Truncation truncation,
+                                                    std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                      Truncation truncation, bool chat_template);
 

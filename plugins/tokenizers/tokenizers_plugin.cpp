@@ -78,6 +78,21 @@ void register_components(ft::Registry& reg) {
                            });
   }
   {
+    auto s = common_schema("vocab.json (with merges_file) or tokenizer.json");
+    s.optional("merges_file", ValueType::String, "", "merges.txt, required when path is a vocab.json")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Qwen 2's three special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.qwen2.qwen2_tokenizer", std::move(s),
+                           "Qwen 2 byte-level BPE tokenizer (3 special tokens) with the ChatML chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_qwen2_tokenizer(
+                                 cfg.get<std::string>("path"), cfg.get<std::string>("merges_file", ""),
+                                 max_seq_len(cfg), truncation(cfg), special_tokens(cfg));
+                           });
+  }
+  {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, "\"torchtune.models.llama2.Llama2ChatTemplate\"",
                "Llama2ChatTemplate ([INST] ... [/INST]) or \"\" for none");

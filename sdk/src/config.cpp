@@ -18,6 +18,13 @@ std::string ConfigDocument::origin_of(const std::string& path) const {
     if (dot == std::string::npos) break;
     p.resize(dot);
   }
+  // A key without a recorded line (one the schema requires but the file lacks) names its table's.
+  for (p = path; !lines_.empty();) {
+    if (auto it = lines_.find(p); it != lines_.end()) return source_ + ":" + std::to_string(it->second);
+    auto dot = p.rfind('.');
+    if (dot == std::string::npos) break;
+    p.resize(dot);
+  }
   return source_;
 }
 

@@ -52,8 +52,10 @@ std::vector<std::string> check_and_complete(const ConfigNode& table, const Schem
     if (!spec) {
       if (schema.allows_unknown_keys()) continue;
       auto near = close_matches(key, known, 1);
-      problem(key, near.empty() ? "unknown key for " + table.component() + " (run `fthost ls -v` for its keys)"
-                                : "unknown key; did you mean '" + near.front() + "'?");
+      const std::string unknown = table.path().empty()
+                                      ? "unknown top-level key (docs/config.md lists the recipe's keys)"
+                                      : "unknown key for " + table.component() + " (run `fthost ls -v` for its keys)";
+      problem(key, near.empty() ? unknown : "unknown key; did you mean '" + near.front() + "'?");
       continue;
     }
     if (!value_matches(spec->type, v)) problem(key, "expected " + expected_for(spec->type) + ", got " + describe(v));

@@ -2,6 +2,7 @@
 // independent check is the golden logits: torchtune's own model, with these fixture weights,
 // produced `<case>.initial.json`; loading the same files into our model must reproduce them.
 #include "builtin_plugins.h"
+#include "formatted_checkpoint_files.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 
@@ -247,6 +248,57 @@ TEST_F(HfCheckpointer, ShardedSaveWritesAnIndexTheLoaderFollows) {
   for (const auto& p : model->hf_parameters()) EXPECT_TRUE(at::equal(parameter(*reloaded, p.name), p.tensor)) << p.name;
 }
 
+// torchtune's `{filename_format, max_filename}` form of checkpoint_files loads the shards it names.
+TEST_F(HfCheckpointer, FilenameFormatNamesTheShards) {
+  TempDir dir;
+  auto model = model_of(fixture("qwen2_tied_bf16"));
+  auto ckpt = checkpointer(
+      "checkpoint_dir = \"" + fixture("qwen2_tied_bf16") + "\"\nmodel_type = \"QWEN2_5\"\nmax_shard_size = 100000\n",
+      dir.str());
+  ASSERT_TRUE(ckpt->load_model(*model));
+  const std::string saved = ckpt->save_model(*model, "step_1");
+  std::vector<std::string> shards;
+  for (const auto& name : entries_of(saved))
+    if (name.rfind("model-", 0) == 0) shards.push_back(name);
+  ASSERT_GT(shards.size(), 1u);
+  // Hugging Face's shard names: model-00001-of-0000N.safetensors.
+  const std::string count = shards.front().substr(std::string("model-00001-of-").size(), 5);
+  ASSERT_EQ(std::stoul(count), shards.size()) << shards.front();
+  EXPECT_EQ(ft_checkpointers::expand_filename_format("model-{}-of-{}.safetensors", count), shards);
+
+  fs::remove(saved + "/model.safetensors.index.json");  // the files come from the format alone
+  auto reloaded = model_of(fixture("qwen2_tied_bf16"), ft::Model::Args{at::kFloat, at::kCPU, 99});
+  ASSERT_TRUE(
+      checkpointer("checkpoint_dir = \"" + saved +
+                       "\"\nmodel_type = \"QWEN2\"\n"
+                       "checkpoint_files = { filename_format = \"model-{}-of-{}.safetensors\", max_filename = \"" +
+                       count + "\" }\n",
+                   dir.str())
+          ->load_model(*reloaded));
+  for (const auto& p : model->hf_parameters()) EXPECT_TRUE(at::equal(parameter(*reloaded, p.name), p.tensor)) << p.name;
+}
+
+// The expansion itself, against torchtune's documented example (FormattedCheckpointFiles).
+TEST(FormattedCheckpointFiles, ExpandsAsTorchtuneDoes) {
+  EXPECT_EQ(ft_checkpointers::expand_filename_format("file_{}_of_{}.safetensors", "00003"),
+            (std::vector<std::string>{"file_00001_of_00003.safetensors", "file_00002_of_00003.safetensors",
+                                      "file_00003_of_00003.safetensors"}));
+  EXPECT_EQ(ft_checkpointers::expand_filename_format("m{1}-{0}{{x}}", "2"),
+            (std::vector<std::string>{"m2-1{x}", "m2-2{x}"}));
+  EXPECT_EQ(ft_checkpointers::expand_filename_format("a{}b{}", "12").size(), 12u);
+  EXPECT_EQ(ft_checkpointers::expand_filename_format("a{}b{}", "12")[8], "a09b12");
+  for (const auto& [format, max] : std::vector<std::pair<std::string, std::string>>{{"one-{}.safetensors", "2"},
+                                                                                    {"{}{}{}", "2"},
+                                                                                    {"{name}-{}", "2"},
+                                                                                    {"{}-{1}", "2"},
+                                                                                    {"{}-{", "2"},
+                                                                                    {"x}{}{}", "2"},
+                                                                                    {"{}-{}", ""},
+                                                                                    {"{}-{}", "0"},
+                                                                                    {"{}-{}", "4a"}})
+    EXPECT_THROW(ft_checkpointers::expand_filename_format(format, max), ft::Error) << format << " " << max;
+}
+
 TEST_F(HfCheckpointer, Bf16ModelFromScratchSavesBf16WithTheModelsConfig) {
   TempDir dir;
   auto model = model_of(fixture("qwen2_tied_bf16"), ft::Model::Args{at::kBFloat16, at::kCPU, 5});
@@ -375,9 +427,25 @@ TEST_F(HfCheckpointer, ConfigErrorsSayWhatIsWrong) {
       dir +
       "model_type = \"LLAMA3\"\n"
       "checkpoint_files = { filename_format = \"model-{}-of-{}.safetensors\", max_filename = \"00002\" }\n");
-  EXPECT_NE(table_form.find("checkpointer.checkpoint_files: the {filename_format, max_filename} form is not supported"),
-            std::string::npos)
+  // torchtune's table form names the files it expands to; this directory holds model.safetensors only.
+  EXPECT_NE(table_form.find("model-00001-of-00002.safetensors: checkpoint file does not exist"), std::string::npos)
       << table_form;
+  auto unquoted =
+      config_error(dir +
+                   "model_type = \"LLAMA3\"\n"
+                   "checkpoint_files = { filename_format = \"model-{}-of-{}.safetensors\", max_filename = 2 }\n");
+  EXPECT_NE(unquoted.find("checkpointer.checkpoint_files.max_filename: expected a string such as \"00004\""),
+            std::string::npos)
+      << unquoted;
+  auto one_placeholder = config_error(dir +
+                                      "model_type = \"LLAMA3\"\n"
+                                      "checkpoint_files = { filename_format = \"model-{}.safetensors\", max_filename = "
+                                      "\"2\" }\n");
+  EXPECT_NE(
+      one_placeholder.find("checkpointer.checkpoint_files.filename_format: filename_format \"model-{}.safetensors\": "
+                           "expected exactly two {} placeholders"),
+      std::string::npos)
+      << one_placeholder;
   auto absent =
       config_error(dir + "model_type = \"LLAMA3\"\ncheckpoint_files = [\"model-00001-of-00002.safetensors\"]\n");
   EXPECT_NE(absent.find(fixture("llama3_untied") + "/model-00001-of-00002.safetensors: checkpoint file does not exist"),

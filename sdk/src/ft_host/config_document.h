@@ -22,7 +22,12 @@ class ConfigDocument {
 
   // Records that the value at a dotted path was set on the command line.
   void mark_overridden(const std::string& path) { overridden_[path] = true; }
+  // Where a value came from: "command line", or the source name with the line of the key or of
+  // its closest table when lines are recorded (YAML files; TOML messages name the file alone).
   std::string origin_of(const std::string& path) const;
+
+  // Records the 1-based line a dotted path was written on.
+  void set_line(const std::string& path, std::size_t line) { lines_[path] = line; }
 
   // The node at a dotted path, or nullptr.
   toml::node* find(std::string_view dotted_path);
@@ -32,6 +37,7 @@ class ConfigDocument {
   toml::table root_;
   std::string source_;
   std::map<std::string, bool> overridden_;
+  std::map<std::string, std::size_t> lines_;
 };
 
 // Human description of a TOML value for error messages: `string "fast"`, `integer 3`, `a table`.

@@ -8,6 +8,7 @@
 #include <ft/model.h>
 
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -83,6 +84,28 @@ TEST_F(LlamaModel, ForwardRejectsTokensTheModelCannotEmbed) {
   ASSERT_EQ(out.logits.size(), 2u);
   EXPECT_EQ(out.logits[0].sizes(), (std::vector<int64_t>{2, 3, 64}));
   EXPECT_EQ(out.logits[1].sizes(), (std::vector<int64_t>{2, 2, 64}));
+}
+
+// torchtune's llama2 builder: plain RoPE with theta 10000 and its default MLP width
+// (scale_hidden_dim_for_mlp: 2/3 of 4 x 256 = 682.7, rounded up to a multiple of 256 = 768).
+TEST_F(LlamaModel, Llama2BuilderHasPlainRopeAndTorchtunesMlpWidth) {
+  auto cfg = root(R"(
+[model]
+_component_ = "torchtune.models.llama2.llama2"
+vocab_size = 64
+num_layers = 1
+num_heads = 4
+num_kv_heads = 4
+embed_dim = 256
+max_seq_len = 16
+)");
+  auto model = registry().instantiate<ft::Model>(cfg.table("model"));
+  const auto json = nlohmann::json::parse(model->hf_config_json());
+  EXPECT_EQ(json.at("rope_theta").get<double>(), 10000.0);
+  EXPECT_TRUE(json.at("rope_scaling").is_null());
+  EXPECT_EQ(json.at("intermediate_size").get<std::int64_t>(), 768);
+  EXPECT_EQ(json.at("num_key_value_heads").get<std::int64_t>(), 4);
+  EXPECT_EQ(json.at("rms_norm_eps").get<double>(), 1e-5);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+// The configs shipped with fthost (the source tree's configs/, installed as share/fthost/configs
+// and linked there in the build tree, so one lookup serves both): `fthost ls configs` lists them,
+// `fthost cp NAME DEST` copies one, and `--config NAME` runs one, as torchtune's `tune` does.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fthost {
+
+// The directory holding the shipped configs, next to the running binary.
+std::string shipped_config_dir();
+
+// Every shipped config's name: its path under the config directory without the extension
+// (`qwen2_5/0.5B_full`), sorted, each once.
+std::vector<std::string> shipped_config_names();
+
+// The file of a shipped config named with or without its extension. A name shipped in both
+// formats gives the one whose extension is `preferred_extension` (".yaml" or ".toml"), else YAML.
+std::optional<std::string> find_shipped_config(const std::string& name, const std::string& preferred_extension = "");
+
+// What `--config X` reads: X when it is a file, else the shipped config named X, else X (whose
+// loading then reports it missing).
+std::string resolve_config_argument(const std::string& config);
+
+// Whether a path names a config file by its extension (.yaml, .yml, .toml).
+bool has_config_extension(const std::string& path);
+
+}  // namespace fthost

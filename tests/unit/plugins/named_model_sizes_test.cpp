@@ -1,0 +1,129 @@
+// torchtune's named model sizes (plugins/llama/named_model_sizes.cpp) against the parameter counts
+// the model publishers state (Hugging Face model cards / safetensors metadata), counted from the
+// shapes without allocating the weights; the shape-based count itself is checked against the
+// parameters a constructed decoder really allocates; and every named size is a component of the
+// built ft_llama plugin.
+#include "named_model_sizes.h"
+#include "test_helpers.h"
+#include "transformer_decoder.h"
+
+#include <map>
+
+namespace {
+
+using ft_llama::DecoderConfig;
+using ft_llama::named_model_sizes;
+
+// Published totals, e.g. Llama 3 8B = 8,030,261,248 (Meta's model card rounds it to 8.03B).
+const std::map<std::string, std::int64_t> kPublishedParameters = {
+    {"torchtune.models.llama2.llama2_7b", 6738415616},
+    {"torchtune.models.llama2.llama2_13b", 13015864320},
+    {"torchtune.models.llama3.llama3_8b", 8030261248},
+    {"torchtune.models.llama3_1.llama3_1_8b", 8030261248},
+    {"torchtune.models.llama3_2.llama3_2_1b", 1235814400},
+    {"torchtune.models.llama3_2.llama3_2_3b", 3212749824},
+    {"torchtune.models.qwen2.qwen2_0_5b", 494032768},
+    {"torchtune.models.qwen2.qwen2_1_5b", 1543714304},
+    {"torchtune.models.qwen2.qwen2_7b", 7615616512},
+    {"torchtune.models.qwen2_5.qwen2_5_0_5b", 494032768},
+    {"torchtune.models.qwen2_5.qwen2_5_1_5b", 1543714304},
+    {"torchtune.models.qwen2_5.qwen2_5_1_5b_base", 1543714304},
+    {"torchtune.models.qwen2_5.qwen2_5_1_5b_instruct", 1543714304},
+    {"torchtune.models.qwen2_5.qwen2_5_3b", 3085938688},
+    {"torchtune.models.qwen2_5.qwen2_5_7b_base", 7615616512},
+    {"torchtune.models.qwen2_5.qwen2_5_7b_instruct", 7615616512},
+};
+
+const ft_llama::NamedModelSize& named(const std::string& component) {
+  for (const auto& size : named_model_sizes())
+    if (size.component == component) return size;
+  throw std::runtime_error("no named size " + component);
+}
+
+TEST(NamedModelSizes, ParameterCountsMatchThePublishedSizes) {
+  for (const auto& size : named_model_sizes()) {
+    EXPECT_EQ(size.config.problem(), "") << size.component;
+    auto published = kPublishedParameters.find(size.component);
+    ASSERT_NE(published, kPublishedParameters.end()) << size.component << ": add its published parameter count";
+    EXPECT_EQ(size.config.parameter_count(), published->second) << size.component;
+  }
+  EXPECT_EQ(named_model_sizes().size(), kPublishedParameters.size());
+}
+
+// What parameter counts cannot see, from the models' published config.json files.
+TEST(NamedModelSizes, PositionsRopeAndNormsAsPublished) {
+  for (const char* name : {"torchtune.models.llama2.llama2_7b", "torchtune.models.llama2.llama2_13b"}) {
+    const DecoderConfig& c = named(name).config;
+    EXPECT_EQ(c.num_kv_heads, c.num_heads) << name << ": Llama 2 7B/13B use multi-head attention";
+    EXPECT_EQ(c.rope_base, 10000.0) << name;
+    EXPECT_FALSE(c.rope_scaling) << name;
+    EXPECT_EQ(c.max_seq_len, 4096) << name;
+    EXPECT_EQ(c.vocab_size, 32000) << name;
+    EXPECT_EQ(c.norm_eps, 1e-5) << name;
+  }
+  const DecoderConfig& llama3 = named("torchtune.models.llama3.llama3_8b").config;
+  EXPECT_FALSE(llama3.rope_scaling);
+  EXPECT_EQ(llama3.rope_base, 500000.0);
+  EXPECT_EQ(llama3.max_seq_len, 8192);
+  const DecoderConfig& llama31 = named("torchtune.models.llama3_1.llama3_1_8b").config;
+  ASSERT_TRUE(llama31.rope_scaling);
+  EXPECT_EQ(llama31.rope_scaling->factor, 8.0);
+  EXPECT_EQ(llama31.max_seq_len, 131072);
+  const DecoderConfig& llama32 = named("torchtune.models.llama3_2.llama3_2_3b").config;
+  ASSERT_TRUE(llama32.rope_scaling);
+  EXPECT_EQ(llama32.rope_scaling->factor, 32.0);
+  for (const auto& size : named_model_sizes()) {
+    if (size.config.family != "qwen2") continue;
+    EXPECT_TRUE(size.config.qkv_bias) << size.component;
+    EXPECT_EQ(size.config.rope_base, 1000000.0) << size.component;
+    EXPECT_EQ(size.config.norm_eps, 1e-6) << size.component;
+    const bool base = size.component.size() > 5 && size.component.compare(size.component.size() - 5, 5, "_base") == 0;
+    EXPECT_EQ(size.config.max_seq_len, base ? 131072 : 32768) << size.component;
+    EXPECT_EQ(size.config.tie_word_embeddings, size.config.vocab_size == 151936) << size.component;
+  }
+}
+
+std::int64_t allocated_parameters(const DecoderConfig& config) {
+  ft_llama::TransformerDecoder decoder(config);
+  std::int64_t total = 0;
+  for (const auto& p : decoder->parameters()) total += p.numel();
+  return total;
+}
+
+// The count from shapes equals what the decoder allocates: tied and untied, with and without
+// q/k/v biases, grouped-query and multi-head, and an explicit head_dim wider than embed_dim / heads.
+TEST(NamedModelSizes, ShapeCountEqualsAllocatedParameters) {
+  DecoderConfig c;
+  c.vocab_size = 97;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.embed_dim = 32;
+  c.intermediate_dim = 72;
+  c.max_seq_len = 16;
+  for (bool tied : {false, true}) {
+    for (bool bias : {false, true}) {
+      for (std::int64_t kv : {2, 4}) {
+        for (std::int64_t head_dim : {0, 12}) {
+          c.tie_word_embeddings = tied;
+          c.qkv_bias = bias;
+          c.num_kv_heads = kv;
+          c.head_dim = head_dim;
+          EXPECT_EQ(c.parameter_count(), allocated_parameters(c))
+              << "tied " << tied << " bias " << bias << " kv " << kv << " head_dim " << head_dim;
+        }
+      }
+    }
+  }
+}
+
+TEST(NamedModelSizes, EveryNamedSizeIsAComponentOfThePlugin) {
+  auto r = fttest::run_fthost("ls model -v");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& size : named_model_sizes())
+    EXPECT_NE(r.output.find(size.component + " "), std::string::npos) << size.component << "\n" << r.output;
+  EXPECT_NE(r.output.find("8,030,261,248 parameters"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("torchtune.models.llama2.llama2 "), std::string::npos) << r.output;
+}
+
+}  // namespace
