@@ -22,7 +22,7 @@ namespace {
 constexpr std::size_t kMaxDepth = 256;
 // Aliases repeat a node wherever they point, so a few lines can name an exponential number of
 // values; no real config comes near this many.
-constexpr std::size_t kMaxValues = 1000000;
+constexpr std::size_t kMaxValues = 100000;
 
 const std::string kYamlTag = "tag:yaml.org,2002:";
 

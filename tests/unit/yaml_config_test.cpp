@@ -192,6 +192,19 @@ TEST(YamlConfig, ErrorsNameFileLineAndKey) {
   }
 }
 
+// Aliases repeat what they name: six lines can name ten million values.
+TEST(YamlConfig, AliasExpansionIsBounded) {
+  std::string text = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  const std::string names = "abcdefg";
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    text += std::string(1, names[i]) + ": &" + names[i] + " [";
+    for (int k = 0; k < 10; ++k) text += std::string(k ? ", " : "") + "*" + names[i - 1];
+    text += "]\n";
+  }
+  auto msg = error_of<ft::ConfigError>([&] { load_yaml(text); });
+  EXPECT_NE(msg.find("more than 100000 values (through aliases?)"), std::string::npos) << msg;
+}
+
 // `fthost cp X.yaml X.toml` writes TOML that loads to the very same values (floats in their
 // shortest form must still read back bit for bit).
 TEST(YamlConfig, TomlTranslationLoadsTheSameValues) {
