@@ -263,7 +263,7 @@ void FullFinetuneRecipe::train() {
       ++global_step_;
       log_step(epoch, totals);
       save_if_due(epoch, step);
-      validate_if_due();
+      validate_if_due(/*epoch_ends=*/step + 1 == steps_per_epoch_);
     }
   }
   if (progress_) progress_->finish();
@@ -388,9 +388,11 @@ void FullFinetuneRecipe::save_if_due(std::int64_t epoch, std::int64_t step_in_ep
                   ft::seconds_since(start));
 }
 
-void FullFinetuneRecipe::validate_if_due() {
+// Every N optimizer steps, and at the end of each epoch unless its last step was one of them, so
+// every epoch's final weights are validated.
+void FullFinetuneRecipe::validate_if_due(bool epoch_ends) {
   const auto& every = s_.validation.every_n_steps;
-  if (validation_ && every && global_step_ % *every == 0) validate();
+  if (validation_ && every && (global_step_ % *every == 0 || epoch_ends)) validate();
 }
 
 void FullFinetuneRecipe::validate() {

@@ -91,7 +91,7 @@ class FullFinetuneRecipe {
   void save_if_due(std::int64_t epoch, std::int64_t step_in_epoch);
   // torchtune's validate(): after each step that makes the step count a multiple of
   // run_val_every_n_steps, the loss over the whole dataset_val, logged as val_loss.
-  void validate_if_due();
+  void validate_if_due(bool epoch_ends);
   void validate();
 
   const ft::Registry& registry_;
