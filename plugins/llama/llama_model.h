@@ -27,6 +27,11 @@ class LlamaFamilyModel final : public ft::Model {
   void set_activation_checkpointing(const std::vector<bool>& layers) override;
   void set_activation_offloading(bool offload) override { decoder_->offload_checkpointed_inputs = offload; }
   std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) override;
+  std::int64_t max_seq_len() const override { return decoder_->config.max_seq_len; }
+  bool supports_kv_cache() const override { return true; }
+  void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) override;
+  void reset_caches() override;
+  void remove_caches() override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 
@@ -35,6 +40,7 @@ class LlamaFamilyModel final : public ft::Model {
   c10::ScalarType dtype_;
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
+  bool caches_set_up_ = false;       // generation: forward() reads and writes the KV caches
 };
 
 }  // namespace ft_llama

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "decoder_config.h"
+#include "kv_cache.h"
 
 #include <ATen/core/Tensor.h>
 #include <ft/model.h>
@@ -12,6 +13,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -41,6 +43,8 @@ class AttentionImpl : public torch::nn::Module {
   // mask: [s, s] (shared by the batch) or [b, s, s] bool, true = may attend.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
+  // Set for generation (Model::setup_caches): forward attends over the cached positions.
+  std::shared_ptr<KVCache> kv_cache;
 
  private:
   std::int64_t num_heads_, num_kv_heads_, head_dim_;
