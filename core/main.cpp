@@ -1,5 +1,6 @@
 // fthost: the command-line host. Parses the command, loads plugins, dispatches.
 #include "commands.h"
+#include "generate_command.h"
 #include "local_launcher.h"
 #include "thread_settings.h"
 
@@ -23,6 +24,7 @@ po::options_description visible_options() {
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
+      "  fthost generate --checkpoint DIR --prompt TEXT       generate text (fthost generate --help)\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n\n"
       "Options");
@@ -79,6 +81,7 @@ fthost::Invocation invocation_of(const po::variables_map& vm) {
 int main(int argc, char** argv) {
   fthost::ensure_passive_openmp_wait_policy(argv);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  if (argc > 1 && std::string(argv[1]) == "generate") return fthost::generate_main(argc - 1, argv + 1);
 
   const po::options_description visible = visible_options();
   po::options_description hidden;
