@@ -2,10 +2,13 @@
 """Writes configs/demo/sort_tokens.jsonl, the demo's pre-tokenized instruction data, and
 configs/demo/sort_heldout.jsonl, the held-out lists `fthost generate` asks the trained model to sort.
 
-Each sample asks the model to sort a list of numbers: tokens are
+Each sample asks the model to sort a list of distinct numbers: tokens are
 [BOS, x1 .. xn, SEP, sorted(x) .., EOS]; the prompt's labels are masked with -100, so the loss
 covers only the answer, as an instruction dataset with train_on_input = false has it. Ids:
 0 pad, 1 BOS, 2 EOS, 3 SEP, 4..63 the numbers 0..59. Deterministic (seed 1234).
+Distinct, because a repeated number asks the model to count, which the demo's 0.8M-parameter
+model does not learn in its 512 steps: with repeats allowed its loss ends near 0.2 and it sorts
+under half of the held-out lists; with distinct numbers the loss ends near 0.01.
 
 The held-out prompts come from another seed (5678), none with a list the training data holds:
 {"tokens": [BOS, x1 .. xn, SEP], "expected": sorted(x)}, the answer without its EOS (generation
@@ -21,7 +24,7 @@ HELDOUT_PROMPTS = 20
 
 def sample(rng: random.Random) -> dict:
     n = rng.randint(4, 16)
-    numbers = [rng.randrange(FIRST_NUMBER, VOCAB) for _ in range(n)]
+    numbers = rng.sample(range(FIRST_NUMBER, VOCAB), n)
     prompt = [BOS] + numbers + [SEP]
     answer = sorted(numbers) + [EOS]
     return {"tokens": prompt + answer, "labels": [-100] * len(prompt) + answer}
