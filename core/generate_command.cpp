@@ -138,8 +138,6 @@ class AnswerPrinter {
     printed_ = text;
   }
 
-  std::string text() const { return tokenizer_ ? tokenizer_->decode(ids_) : ids_text(ids_); }
-
  private:
   const ft::Tokenizer* tokenizer_;
   std::ostream& out_;
