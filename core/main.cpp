@@ -1,5 +1,6 @@
 // fthost: the command-line host. Parses the command, loads plugins, dispatches.
 #include "commands.h"
+#include "generate_command.h"
 #include "local_launcher.h"
 #include "recipe_names.h"
 #include "thread_settings.h"
@@ -36,6 +37,7 @@ po::options_description visible_options() {
       "                                                        (or `fthost validate run.toml`, as tune's)\n"
       "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
       "                                                        show the tokenized training data and its masks\n"
+      "  fthost generate --checkpoint DIR --prompt TEXT       generate text (fthost generate --help)\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n"
       "  fthost ls configs                                     list the shipped configs\n"
@@ -129,6 +131,7 @@ std::optional<int> nproc_per_node(const po::variables_map& vm) {
 int main(int argc, char** argv) {
   fthost::ensure_passive_openmp_wait_policy(argv);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  if (argc > 1 && std::string(argv[1]) == "generate") return fthost::generate_main(argc - 1, argv + 1);
 
   const po::options_description visible = visible_options();
   po::options_description hidden;

@@ -42,6 +42,10 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
       throw ft::Error("model: token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary [0, " +
                       std::to_string(cfg.vocab_size) + ")");
   }
+  if (caches_set_up_ && !input.input_pos.defined())
+    throw ft::Error("model: with the KV cache set up, forward needs input_pos (where the tokens sit in the sequence)");
+  if (caches_set_up_ && input.mask.defined())
+    throw ft::Error("model: with the KV cache set up, attention is causal over the cached positions; pass no mask");
   at::Tensor positions = input.input_pos.defined() ? input.input_pos : at::arange(tokens.size(1), tokens.options());
   at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask);
   ft::ModelOutput out;
@@ -58,6 +62,25 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
   const int chunks = std::max(1, request.num_output_chunks);
   for (const at::Tensor& chunk : hidden.chunk(chunks, 1)) out.logits.push_back(at::linear(chunk, weight));
   return out;
+}
+
+void LlamaFamilyModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
+  const DecoderConfig& cfg = decoder_->config;
+  if (max_seq_len > cfg.max_seq_len)
+    throw ft::Error("model: a KV cache of " + std::to_string(max_seq_len) + " positions exceeds max_seq_len " +
+                    std::to_string(cfg.max_seq_len));
+  for (auto& layer : decoder_->layers) layer->attn->kv_cache = std::make_shared<KVCache>(batch_size, max_seq_len);
+  caches_set_up_ = true;
+}
+
+void LlamaFamilyModel::reset_caches() {
+  for (auto& layer : decoder_->layers)
+    if (layer->attn->kv_cache) layer->attn->kv_cache->reset();
+}
+
+void LlamaFamilyModel::remove_caches() {
+  for (auto& layer : decoder_->layers) layer->attn->kv_cache.reset();
+  caches_set_up_ = false;
 }
 
 std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {

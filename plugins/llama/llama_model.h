@@ -34,6 +34,11 @@ class LlamaFamilyModel final : public ft::Model {
                              const std::shared_ptr<ft::Collectives>& group) override;
   std::vector<at::Tensor> tensor_parallel_shards() override;
   void with_full_tensor_parallel_parameters(const std::function<void()>& fn) override;
+  std::int64_t max_seq_len() const override { return decoder_->config.max_seq_len; }
+  bool supports_kv_cache() const override { return true; }
+  void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) override;
+  void reset_caches() override;
+  void remove_caches() override;
 
   const DecoderConfig& config() const { return decoder_->config; }
 
@@ -43,6 +48,7 @@ class LlamaFamilyModel final : public ft::Model {
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
   std::optional<DecoderSplits> tensor_parallel_;
+  bool caches_set_up_ = false;  // generation: forward() reads and writes the KV caches
 };
 
 }  // namespace ft_llama

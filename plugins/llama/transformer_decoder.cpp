@@ -50,6 +50,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   at::Tensor k = apply_rotary_embedding(k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_}), positions,
                                         inverse_frequencies_);
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
+  if (kv_cache) return output_proj->forward(kv_cache->attend(q, k, v, positions));
   // Grouped-query attention without copying k/v per query head: the `group` query heads that
   // share a kv head are stacked along the sequence axis of one matmul.
   q = q.transpose(1, 2).reshape({b, num_kv_heads_, group * s, head_dim_});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "decoder_config.h"
+#include "kv_cache.h"
 
 #include <ATen/core/Tensor.h>
 #include <ft/model.h>
@@ -51,6 +52,8 @@ class AttentionImpl : public torch::nn::Module {
     num_heads_ = num_heads;
     num_kv_heads_ = num_kv_heads;
   }
+  // Set for generation (Model::setup_caches): forward attends over the cached positions.
+  std::shared_ptr<KVCache> kv_cache;
 
  private:
   std::int64_t num_heads_, num_kv_heads_, head_dim_;

@@ -87,6 +87,8 @@ class Llama3Tokenizer final : public ModelTokenizer {
     return out;
   }
 
+  std::vector<std::int64_t> stop_tokens() const override { return {ids_.eos, eot_, eom_}; }
+
  private:
   // Llama 3.0's tokenizer.json names some ids <|reserved_special_token_N|> that Llama 3.1 and
   // torchtune call <|finetune_right_pad_id|>, <|eom_id|>, <|python_tag|>: fall back to the id.

@@ -58,6 +58,9 @@ class Qwen2_5Tokenizer final : public ModelTokenizer {
     return out;
   }
 
+  // A chat turn ends with <|im_end|>; base models end a document with <|endoftext|>.
+  std::vector<std::int64_t> stop_tokens() const override { return {ids_.eos, ids_.pad}; }
+
  private:
   static void append(std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
     to.insert(to.end(), from.begin(), from.end());

@@ -12,7 +12,7 @@ const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml"
 TEST(Cli, VersionAndHelp) {
   auto v = run("--version");
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_NE(v.output.find("plugin ABI 4.0"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("plugin ABI 5.0"), std::string::npos) << v.output;
   auto h = run("--help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.output.find("fthost ls [KIND] [-v]"), std::string::npos);

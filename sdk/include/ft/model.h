@@ -160,6 +160,25 @@ class Model {
   // Collective over the tensor-parallel group: runs `fn` with every split parameter whole
   // (readable through hf_parameters()), then restores the slices.
   virtual void with_full_tensor_parallel_parameters(const std::function<void()>& fn) { fn(); }
+  // --- Generation: a key/value cache (torchtune's setup_caches / reset_caches) ---
+  // The longest sequence the model takes (its max_seq_len); 0: no limit is known.
+  virtual std::int64_t max_seq_len() const { return 0; }
+  virtual bool supports_kv_cache() const { return false; }
+  // Allocates, for every attention layer, the keys and values of `batch_size` sequences of up to
+  // `max_seq_len` tokens. From then on forward() is incremental, for inference without autograd:
+  // input.input_pos (required) says where input.tokens sit in their sequences, their keys and
+  // values are written to the cache there, and each token attends to the cached positions up to
+  // its own (causal; input.mask must be undefined). Prefill a prompt in one call, then feed one
+  // token per call: each new token costs attention over the positions so far, not a recompute.
+  virtual void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
+    (void)batch_size;
+    (void)max_seq_len;
+    throw Error("this model has no key/value cache for generation");
+  }
+  // Forgets every cached position (a new sequence), keeping the memory.
+  virtual void reset_caches() {}
+  // Frees the caches: forward() is the full-sequence forward again.
+  virtual void remove_caches() {}
 };
 
 }  // namespace ft

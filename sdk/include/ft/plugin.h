@@ -15,10 +15,11 @@
 
 #include <cstdint>
 
-// Major 3: ft::Checkpointer split from ft::TrainingCheckpointStorage, registry entries carry
-// capabilities, and MetricLogger closes through close(exit_code) / on_close; a 2.x plugin's
-// vtables no longer match and it would crash.
-#define FT_ABI_MAJOR 4
+// Major 5: Model gains tensor parallelism, key/value caches and its FLOPs per position;
+// ModelOutput, Parallelism::Args, Collate::Args, Sample and TokenizedMessages gain fields;
+// Loss and Tokenizer gain virtuals (vocabulary-parallel losses, stop tokens); a new component
+// kind (tensor_parallel_plan). A 4.x plugin's vtables and structs no longer match.
+#define FT_ABI_MAJOR 5
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 

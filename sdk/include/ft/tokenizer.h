@@ -58,6 +58,10 @@ class Tokenizer {
     (void)add_end_tokens;
     throw Error("this tokenizer has no chat format (tokenize_messages)");
   }
+
+  // The ids that end a generated answer (torchtune's `stop_tokens`): EOS, and the end-of-turn
+  // tokens of the family's chat format (Llama 3 <|eot_id|>, <|eom_id|>; ChatML <|im_end|>).
+  virtual std::vector<std::int64_t> stop_tokens() const { return {eos_id()}; }
 };
 
 }  // namespace ft
