@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
+#include <functional>
+#include <utility>
 
 namespace fthost {
 
@@ -52,15 +54,28 @@ class C10dCollectives final : public ft::Collectives {
   }
 
   void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {
+    reduce_scatter_sum_async(shard, full)->wait();
+  }
+
+  // Gloo in this LibTorch has no reduce-scatter. An all-to-all sends each rank only the slices it
+  // keeps ((n-1)/n of the buffer, half of what an all-reduce moves), and the slices are summed
+  // here in rank order, so every rank's result is the same bitwise whatever the transport did.
+  std::unique_ptr<ft::PendingCollective> reduce_scatter_sum_async(at::Tensor& shard, const at::Tensor& full) override {
+    at::Tensor input = full.contiguous().view({-1});
+    at::Tensor received = at::empty_like(input);
+    c10::intrusive_ptr<c10d::Work> work;
     guarded("reduce_scatter", [&] {
-      // Gloo in this LibTorch has no reduce-scatter: all-reduce a copy and keep our slice.
-      at::Tensor summed = full.contiguous().view({-1}).clone();
-      std::vector<at::Tensor> tensors{summed};
-      c10d::AllreduceOptions opts;
-      opts.reduceOp = c10d::ReduceOp::SUM;
-      group_->allreduce(tensors, opts)->wait();
-      shard.view({-1}).copy_(summed.chunk(size())[static_cast<std::size_t>(rank())]);
+      std::vector<int64_t> equal_splits;
+      work = group_->alltoall_base(received, input, equal_splits, equal_splits);
     });
+    const int ranks = size();
+    auto sum_slices = [shard, received, ranks]() mutable {
+      at::Tensor slices = received.view({ranks, -1});
+      at::Tensor out = shard.view({-1});
+      out.copy_(slices[0]);
+      for (int r = 1; r < ranks; ++r) out.add_(slices[r]);
+    };
+    return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", std::move(input), std::move(sum_slices));
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
@@ -92,17 +107,25 @@ class C10dCollectives final : public ft::Collectives {
  private:
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+  // `keep_alive` is the buffer the transport reads until the work is done; `then` finishes the
+  // result on this thread after it.
   class Pending final : public ft::PendingCollective {
    public:
-    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner)
-        : work_(std::move(work)), owner_(owner) {}
+    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner, const char* op = "all_reduce",
+            at::Tensor keep_alive = {}, std::function<void()> then = {})
+        : work_(std::move(work)), owner_(owner), op_(op), keep_alive_(std::move(keep_alive)), then_(std::move(then)) {}
     void wait() override {
-      owner_->guarded("all_reduce", [&] { work_->wait(); });
+      owner_->guarded(op_, [&] { work_->wait(); });
+      keep_alive_.reset();
+      if (then_) std::exchange(then_, nullptr)();
     }
 
    private:
     c10::intrusive_ptr<c10d::Work> work_;
     const C10dCollectives* owner_;
+    const char* op_;
+    at::Tensor keep_alive_;
+    std::function<void()> then_;
   };
 
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;

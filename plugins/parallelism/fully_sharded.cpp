@@ -214,6 +214,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       if (units_[u].gradients_pending || u == root_) reduce_gradients(u);
       reshard(u);
     }
+    finish_reductions();
   }
 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
@@ -301,35 +302,53 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     gathered_bytes_ -= u.full.numel() * static_cast<std::int64_t>(u.full.element_size());
   }
 
+  // Starts the reduce-scatter of a unit's gradients; it runs while autograd works on the units
+  // before it. The one started before is finished first, so at most two units' flat gradient
+  // buffers are alive at once.
   void reduce_gradients(std::size_t index) {
     ShardedUnit& u = units_[index];
     at::NoGradGuard no_grad;
     at::Tensor flat = at::zeros({u.full.numel()}, u.full.options().requires_grad(false));
     std::int64_t offset = 0;
-    bool any = false;
     for (auto& p : u.parameters) {
+      // A rank no gradient reached still takes part: the others may have one.
       if (p.grad().defined()) {
         flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
         p.mutable_grad() = at::Tensor();
-        any = true;
       }
       offset += p.numel();
     }
     u.gradients_pending = false;
-    if (!any && !u.shard.grad().defined()) {
-      // No gradient reached this unit on this rank; others may have one: take part anyway.
-    }
     at::Tensor local = at::empty({u.shard_numel}, flat.options());
-    shard_group_->reduce_scatter_sum(local, flat);
-    if (replicate_group_) replicate_group_->all_reduce_sum(local);
-    if (offload_) local = local.to(at::kCPU);
-    if (u.shard.grad().defined()) {
-      u.shard.mutable_grad().add_(local);
-    } else {
-      u.shard.mutable_grad() = local;
-    }
-    if (ready_) ready_(index);
+    auto work = shard_group_->reduce_scatter_sum_async(local, flat);
+    finish_reductions();
+    reducing_.push_back({index, local, std::move(work)});
   }
+
+  void finish_reductions() {
+    at::NoGradGuard no_grad;
+    for (auto& reduction : reducing_) {
+      reduction.work->wait();
+      at::Tensor local = reduction.local;
+      if (replicate_group_) replicate_group_->all_reduce_sum(local);
+      if (offload_) local = local.to(at::kCPU);
+      ShardedUnit& u = units_[reduction.unit];
+      if (u.shard.grad().defined()) {
+        u.shard.mutable_grad().add_(local);
+      } else {
+        u.shard.mutable_grad() = local;
+      }
+      if (ready_) ready_(reduction.unit);
+    }
+    reducing_.clear();
+  }
+
+  struct Reduction {
+    std::size_t unit;
+    at::Tensor local;  // this rank's slice of the sum, once `work` is done
+    std::unique_ptr<ft::PendingCollective> work;
+  };
+  std::vector<Reduction> reducing_;
 
   std::shared_ptr<ft::Collectives> world_;
   std::shared_ptr<ft::Collectives> tensor_parallel_;

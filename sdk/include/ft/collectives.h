@@ -18,6 +18,11 @@ class PendingCollective {
   virtual void wait() = 0;
 };
 
+class CompletedCollective final : public PendingCollective {
+ public:
+  void wait() override {}
+};
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
@@ -30,6 +35,12 @@ class Collectives {
   virtual void all_gather(at::Tensor& full, const at::Tensor& shard) = 0;
   // `shard` receives this rank's slice of the element-wise sum of every rank's `full`.
   virtual void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) = 0;
+  // The same, started asynchronously: `shard` holds the result once wait() returns; `full` must
+  // not change before then. The default runs it at once (for groups with nothing to overlap).
+  virtual std::unique_ptr<PendingCollective> reduce_scatter_sum_async(at::Tensor& shard, const at::Tensor& full) {
+    reduce_scatter_sum(shard, full);
+    return std::make_unique<CompletedCollective>();
+  }
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;
 };
