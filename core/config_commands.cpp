@@ -31,13 +31,11 @@ std::string read_whole_file(const std::string& path) {
 
 bool is_toml_path(const std::string& path) { return fs::path(path).extension() == ".toml"; }
 
-// The file SOURCE names: a config file, else a shipped config (preferring the destination's format).
-std::string source_file(const std::string& source, const std::string& destination) {
+// The file SOURCE names: a config file, else a shipped config.
+std::string source_file(const std::string& source) {
   boost::system::error_code ec;
   if (fs::is_regular_file(source, ec)) return source;
-  const std::string dest_ext = fs::path(destination).extension().string();
-  const std::string preferred = dest_ext == ".toml" ? ".toml" : dest_ext.empty() ? "" : ".yaml";
-  if (auto shipped = find_shipped_config(source, preferred)) return *shipped;
+  if (auto shipped = find_shipped_config(source)) return *shipped;
   std::string msg = "cp: '" + source + "' is neither a file nor a shipped config";
   auto near = ft::detail::close_matches(source, shipped_config_names(), 3);
   if (!near.empty()) {
@@ -134,7 +132,7 @@ int cmd_cp(const std::vector<std::string>& args, const CopyOptions& options) {
         "cp: expected SOURCE DEST (a shipped config name such as qwen2_5/0.5B_full, or a config file, "
         "and where to write it), got " +
         std::to_string(args.size()) + " argument(s)");
-  const std::string source = source_file(args[0], args[1]);
+  const std::string source = source_file(args[0]);
   const std::string destination = destination_file(args[1], source);
 
   boost::system::error_code ec;

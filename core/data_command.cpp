@@ -188,12 +188,14 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
   if (!root.is_table("dataset") && !root.is_table_list("dataset"))
     throw ft::ConfigError("dataset: required by fthost data: a [dataset] table (or a [[dataset]] list)");
 
-  // The recipe's order and arguments: tokenizer, dataset, collate with the loss's ignore index.
+  // The recipe's order and arguments: tokenizer, dataset, collate with the loss's ignore index,
+  // padding to a multiple of the tensor-parallel degree.
   const std::shared_ptr<ft::Tokenizer> tokenizer = build_tokenizer(registry, root);
   const std::int64_t ignore_index =
       root.is_table("loss") ? registry.instantiate<ft::Loss>(root.table("loss"))->ignore_index() : ft::kIgnoreIndex;
   const std::shared_ptr<ft::Dataset> dataset = build_dataset(registry, root, tokenizer);
-  const std::shared_ptr<ft::Collate> collate = build_collate(registry, root, tokenizer.get(), ignore_index);
+  const std::shared_ptr<ft::Collate> collate =
+      build_collate(registry, root, tokenizer.get(), ignore_index, settings.tensor_parallel_dim);
   const bool packed = datasets_packed(root);
   // Packs hide where their documents end and the padding begins: the documents come from the
   // same datasets unpacked.

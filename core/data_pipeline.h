@@ -24,9 +24,9 @@ std::shared_ptr<ft::Dataset> build_dataset(const ft::Registry& registry, const f
 
 // The `[collate]` table, padding with the tokenizer's pad id (0 without a tokenizer) and labels
 // with the loss's `ignore_index`, to a length that is a multiple of `pad_to_multiple_of` (the
-// tensor-parallel degree).
+// tensor-parallel degree, `tensor_parallel_dim`, as torchtune's recipe pads).
 std::shared_ptr<ft::Collate> build_collate(const ft::Registry& registry, const ft::ConfigNode& root,
                                            const ft::Tokenizer* tokenizer, std::int64_t ignore_index,
-                                           std::int64_t pad_to_multiple_of = 1);
+                                           std::int64_t pad_to_multiple_of);
 
 }  // namespace fthost

@@ -2,6 +2,7 @@
 
 #include "config_loader.h"
 #include "device_support.h"
+#include "dtype_setting.h"
 
 #include <ft/checkpointer.h>
 #include <ft/errors.h>
@@ -57,13 +58,6 @@ void add_eos_ids(const fs::path& path, std::vector<std::int64_t>& ids) {
   } else {
     add(eos);
   }
-}
-
-c10::ScalarType read_dtype(const ft::ConfigNode& root) {
-  const std::string name = root.get<std::string>("dtype");
-  if (name == "fp32") return c10::ScalarType::Float;
-  if (name == "bf16") return c10::ScalarType::BFloat16;
-  root.fail("dtype", "expected \"fp32\" or \"bf16\", got \"" + name + "\"");
 }
 
 toml::table tokenizer_toml(const TokenizerTable& t) {

@@ -1,5 +1,7 @@
 #include "shipped_configs.h"
 
+#include <ft/errors.h>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/filesystem.hpp>
 
@@ -40,9 +42,13 @@ std::vector<std::string> shipped_config_names() {
   return {names.begin(), names.end()};
 }
 
-std::optional<std::string> find_shipped_config(const std::string& name, const std::string& preferred_extension) {
+std::optional<std::string> find_shipped_config(const std::string& name) {
+  return find_config_named(shipped_config_dir(), name);
+}
+
+std::optional<std::string> find_config_named(const std::string& dir, const std::string& name) {
   if (name.empty() || fs::path(name).is_absolute()) return std::nullopt;
-  const fs::path root = shipped_config_dir();
+  const fs::path root = dir;
   boost::system::error_code ec;
   auto file_at = [&](const fs::path& p) -> std::optional<std::string> {
     // `..` could leave the config directory: only names that stay inside it are shipped configs.
@@ -51,12 +57,18 @@ std::optional<std::string> find_shipped_config(const std::string& name, const st
     return std::nullopt;
   };
   if (has_config_extension(name)) return file_at(root / name);
-  std::vector<std::string> order;
-  if (!preferred_extension.empty()) order.push_back(preferred_extension);
-  order.insert(order.end(), kExtensions.begin(), kExtensions.end());
-  for (const auto& ext : order)
-    if (auto found = file_at(root / (name + ext))) return found;
-  return std::nullopt;
+  std::vector<std::string> found;
+  for (const auto& ext : kExtensions)
+    if (auto file = file_at(root / (name + ext))) found.push_back(*file);
+  if (found.empty()) return std::nullopt;
+  if (found.size() > 1) {
+    std::string files;
+    for (std::size_t i = 0; i < found.size(); ++i)
+      files += (i == 0 ? "" : i + 1 == found.size() ? " and " : ", ") + found[i];
+    throw ft::Error("config name '" + name + "' is ambiguous: " + files +
+                    " share it; give the name with its extension");
+  }
+  return found[0];
 }
 
 std::string resolve_config_argument(const std::string& config) {

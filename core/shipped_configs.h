@@ -16,9 +16,15 @@ std::string shipped_config_dir();
 // (`qwen2_5/0.5B_full`), sorted, each once.
 std::vector<std::string> shipped_config_names();
 
-// The file of a shipped config named with or without its extension. A name shipped in both
-// formats gives the one whose extension is `preferred_extension` (".yaml" or ".toml"), else YAML.
-std::optional<std::string> find_shipped_config(const std::string& name, const std::string& preferred_extension = "");
+// The file of a shipped config named with or without its extension (find_config_named in
+// shipped_config_dir()).
+std::optional<std::string> find_shipped_config(const std::string& name);
+
+// The file `name` names under `dir`: `dir/name` when the name has an extension, else the one file
+// `dir/name.yaml`, `.yml` or `.toml`. Nullopt when there is none or the name leaves `dir`; an
+// ft::Error naming the files when a name without extension matches more than one, rather than
+// picking one of them.
+std::optional<std::string> find_config_named(const std::string& dir, const std::string& name);
 
 // What `--config X` reads: X when it is a file, else the shipped config named X, else X (whose
 // loading then reports it missing).

@@ -5,9 +5,13 @@
 #include <ft/errors.h>
 #include <ft/text.h>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <sstream>
+#include <vector>
 
 namespace fthost {
 
@@ -170,24 +174,76 @@ class YamlToToml {
   }
 };
 
+std::string mark_text(const std::string& source_name, const YAML::Mark& mark) {
+  return mark.is_null() ? source_name
+                        : source_name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Where each document of a YAML stream starts, and where its top-level value is; the rest of the
+// events are not needed.
+class DocumentMarks final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts, values;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { value_at(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { value_at(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    value_at(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    value_at(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    value_at(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void value_at(const YAML::Mark& mark) {
+    if (values.size() < starts.size()) values.push_back(mark);
+  }
+};
+
+// The one document of a config. Not YAML::LoadAll: yaml-cpp 0.7 reads a ',' outside any [...] or
+// {...} (", [0]", "- 1\n,") as an empty document without consuming it, so LoadAll adds empty
+// documents forever. Here the stream's documents are walked one at a time, at most three, and a
+// document that starts where the previous one did is such a stuck token, refused with its line.
+YAML::Node load_one_document(const std::string& text, const std::string& source_name) {
+  DocumentMarks documents;
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  while (documents.starts.size() < 3 && parser.HandleNextDocument(documents)) {
+    const auto& starts = documents.starts;
+    if (starts.size() >= 2 && starts.back().pos == starts[starts.size() - 2].pos) {
+      const YAML::Mark& mark = starts.back();
+      const bool comma = mark.pos >= 0 && static_cast<std::size_t>(mark.pos) < text.size() && text[mark.pos] == ',';
+      throw ConfigError(mark_text(source_name, mark) + ": invalid YAML: " +
+                        (comma ? "',' outside a flow collection (it separates the items of [...] or {...})"
+                               : "a token where a value or a new document should start"));
+    }
+  }
+  if (documents.starts.size() > 1) {
+    const YAML::Mark& second = documents.values.size() > 1 ? documents.values[1] : documents.starts[1];
+    throw ConfigError(source_name + (second.is_null() ? "" : ":" + std::to_string(second.line + 1)) +
+                      ": a second YAML document (after ---): a config file holds one");
+  }
+  return documents.starts.empty() ? YAML::Node() : YAML::Load(text);
+}
+
 }  // namespace
 
 std::shared_ptr<ConfigDocument> load_yaml_config_text(const std::string& text, const std::string& source_name) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(text);
+    document = load_one_document(text, source_name);
   } catch (const YAML::Exception& e) {
-    const std::string where = e.mark.is_null() ? source_name
-                                               : source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                     std::to_string(e.mark.column + 1);
-    throw ConfigError(where + ": invalid YAML: " + e.msg);
+    throw ConfigError(mark_text(source_name, e.mark) + ": invalid YAML: " + e.msg);
   }
-  if (documents.size() > 1)
-    throw ConfigError(source_name +
-                      (documents[1].Mark().is_null() ? "" : ":" + std::to_string(documents[1].Mark().line + 1)) +
-                      ": a second YAML document (after ---): a config file holds one");
   YamlToToml reader(source_name);
-  toml::table root = reader.root(documents.empty() ? YAML::Node() : documents[0]);
+  toml::table root = reader.root(document);
   auto doc = std::make_shared<ConfigDocument>(std::move(root), source_name);
   for (const auto& [path, line] : reader.lines()) doc->set_line(path, line);
   return doc;

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz) into ./build-fuzz with clang, ASan and UBSan, then
 # fuzzes each for FUZZ_SECONDS (default 60) starting from its seed corpus in tests/fuzz/corpus/.
 #   bash scripts/fuzz.sh [target...]      targets: config yaml_config safetensors tokenizer_json
-#                                         (default: all but yaml_config, see below)
+#                                         (default: all)
 # New inputs go to build-fuzz/corpus/<target>/, crashes to build-fuzz/artifacts/<target>/. A crash
 # becomes a regression test by copying its input into tests/fuzz/corpus/<target>/: ctest replays
 # that directory in every build (test fuzz_corpus.<target>).
@@ -12,12 +12,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FTHOST_JOBS:-2}"
 targets=("$@")
-# yaml_config is fuzzed only when named: Debian 12's yaml-cpp 0.7 does not return (libFuzzer
-# timeout inside YAML::LoadAll) on some unterminated flow collections, e.g. the 22 bytes
-# ", [0, 1\272a:2\nb:, [0, 1\n". That is yaml-cpp's parser, not fthost's code; until it is
-# bounded (a pre-parse check or a newer yaml-cpp), a timed run fails on it within seconds.
-# Its seed corpus is still replayed by ctest in every build (fuzz_corpus.yaml_config).
-((${#targets[@]})) || targets=(config safetensors tokenizer_json)
+((${#targets[@]})) || targets=(config yaml_config safetensors tokenizer_json)
 cxx="${FTHOST_FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}"
 read -r -a extra_args <<< "${FTHOST_CMAKE_ARGS:-}"
 

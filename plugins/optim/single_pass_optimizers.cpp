@@ -85,11 +85,16 @@ struct SgdState {
 };
 
 // What Adam and SGD share: the parameters, their lazily created state (torch creates a
-// parameter's state on its first step with a gradient), zero_grad, lr and the state's export.
-template <class State>
+// parameter's state on its first step with a gradient), the hyperparameters with their learning
+// rate, zero_grad and the state's export.
+template <class State, class Hyperparameters>
 class SinglePassOptimizer : public ft::Optimizer {
  public:
-  explicit SinglePassOptimizer(std::vector<at::Tensor> params) : params_(std::move(params)), state_(params_.size()) {}
+  SinglePassOptimizer(std::vector<at::Tensor> params, Hyperparameters hyper)
+      : params_(std::move(params)), state_(params_.size()), hyper_(hyper) {}
+
+  double lr() const override { return hyper_.lr; }
+  void set_lr(double lr) override { hyper_.lr = lr; }
 
   void zero_grad(bool set_to_none) override {
     for (auto& p : params_) {
@@ -137,12 +142,12 @@ class SinglePassOptimizer : public ft::Optimizer {
 
   std::vector<at::Tensor> params_;
   std::vector<std::optional<State>> state_;
+  Hyperparameters hyper_;
 };
 
-class AdamOptimizer final : public SinglePassOptimizer<AdamState> {
+class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamHyperparameters> {
  public:
-  AdamOptimizer(std::vector<at::Tensor> params, ftoptim::AdamHyperparameters hyper)
-      : SinglePassOptimizer(std::move(params)), hyper_(hyper) {}
+  using SinglePassOptimizer::SinglePassOptimizer;
 
   void step() override {
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -165,17 +170,11 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState> {
                            st.max_exp_avg_sq, st.step, hyper_);
     }
   }
-  double lr() const override { return hyper_.lr; }
-  void set_lr(double lr) override { hyper_.lr = lr; }
-
- private:
-  ftoptim::AdamHyperparameters hyper_;
 };
 
-class SgdOptimizer final : public SinglePassOptimizer<SgdState> {
+class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHyperparameters> {
  public:
-  SgdOptimizer(std::vector<at::Tensor> params, ftoptim::SgdHyperparameters hyper)
-      : SinglePassOptimizer(std::move(params)), hyper_(hyper) {}
+  using SinglePassOptimizer::SinglePassOptimizer;
 
   void step() override {
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -191,11 +190,6 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState> {
                           state_[i] ? state_[i]->momentum_buffer : at::Tensor(), first_step, hyper_);
     }
   }
-  double lr() const override { return hyper_.lr; }
-  void set_lr(double lr) override { hyper_.lr = lr; }
-
- private:
-  ftoptim::SgdHyperparameters hyper_;
 };
 
 std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {

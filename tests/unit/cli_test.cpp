@@ -65,7 +65,7 @@ TEST(Cli, EveryShippedConfigValidates) {
 
 // The ported torchtune config also validates with the sharded strategies chosen explicitly.
 TEST(Cli, PortedConfigValidatesWithFsdpAndHsdp) {
-  const std::string config = std::string(FT_SOURCE_DIR) + "/configs/llama3_2/1B_full.toml";
+  const std::string config = std::string(FT_SOURCE_DIR) + "/configs/llama3_2/1B_full.yaml";
   for (const char* strategy : {"fthost.parallelism.fsdp", "fthost.parallelism.hsdp", "fthost.parallelism.ddp"}) {
     auto r = run("validate --config " + config + " parallelism._component_=" + strategy);
     EXPECT_EQ(r.exit_code, 0) << strategy << "\n" << r.output;

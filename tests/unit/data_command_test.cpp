@@ -194,6 +194,44 @@ TEST(DataCommand, JsonIdsAndLabelsAreTheTokenizersIds) {
   }
 }
 
+// torchtune's recipe pads every micro-batch to a multiple of tensor_parallel_dim (its collate's
+// pad_to_multiple_of), so the samples `fthost data` shows are padded the same way.
+TEST(DataCommand, TensorParallelSamplesArePaddedToAMultipleOfTheDegree) {
+  const Output r = run_data(
+      "--json tensor_parallel_dim=2 tensor_parallel_plan._component_=torchtune.models.llama3.base_llama_tp_plan");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  const auto samples = lines_with(lines, "sample");
+  const auto records = alpaca_records();
+  ASSERT_EQ(samples.size(), records.size());
+  auto tok = fttest::llama3_json_tokenizer();  // no max_seq_len: the lengths are capped here
+  auto padded = [](std::int64_t n) { return (n + 1) / 2 * 2; };
+  std::vector<std::int64_t> lengths;
+  std::size_t odd = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const std::size_t full = 2 + llama3_turn(*tok, "user", alpaca_prompt(records[i])).size() +
+                             llama3_turn(*tok, "assistant", records[i].at("output").get<std::string>()).size();
+    const std::int64_t length = std::min<std::int64_t>(static_cast<std::int64_t>(full), kMaxSeqLen);
+    lengths.push_back(length);
+    odd += length % 2;
+    const auto tokens = samples[i].at("tokens").get<Ids>();
+    const auto labels = samples[i].at("labels").get<Ids>();
+    ASSERT_EQ(static_cast<std::int64_t>(tokens.size()), padded(length)) << i;
+    ASSERT_EQ(labels.size(), tokens.size()) << i;
+    for (std::size_t k = static_cast<std::size_t>(length); k < tokens.size(); ++k) {
+      EXPECT_EQ(tokens[k], tok->pad_id()) << i;
+      EXPECT_EQ(labels[k], ft::kIgnoreIndex) << i;
+    }
+  }
+  EXPECT_GT(odd, 0u) << "no sample of odd length: the padding would go unseen";
+  const auto stats = lines_with(lines, "stats").at(0).at("stats");
+  EXPECT_EQ(stats.at("micro_batch_shape").get<Ids>(),
+            (Ids{4, padded(*std::max_element(lengths.begin(), lengths.begin() + 4))}))
+      << "batch_size 4, padded to the longest rounded up to a multiple of 2";
+  EXPECT_EQ(stats.at("tokens").get<std::int64_t>(), std::accumulate(lengths.begin(), lengths.end(), std::int64_t{0}))
+      << "the statistics count the samples' own tokens, not the padding";
+}
+
 // Nearest rank, computed here on its own.
 std::int64_t nearest_rank(std::vector<std::int64_t> v, double p) {
   std::sort(v.begin(), v.end());

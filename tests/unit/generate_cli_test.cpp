@@ -129,6 +129,12 @@ TEST(GenerateCli, ErrorsNameWhatIsMissing) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.output, "--temperature: must be 0 (greedy) or positive")) << r.output;
 
+  // The same dtype rule as training, but fp16 gets no training-specific wording here.
+  const std::string one = fttest::write_temp("one.jsonl", "{\"tokens\": [1, 2]}\n");
+  r = fttest::run_fthost("generate --checkpoint " + fixture() + " --prompts " + one + " -n 1 --dtype fp16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.output, "dtype: expected \"fp32\" or \"bf16\", got \"fp16\"")) << r.output;
+
   const std::string bad = fttest::write_temp("bad.jsonl", "{\"tokens\": [1, 2]}\n{\"tokens\": \"x\"}\n");
   r = fttest::run_fthost("generate --checkpoint " + fixture() + " --prompts " + bad);
   EXPECT_EQ(r.exit_code, 2);

@@ -143,4 +143,36 @@ TEST(Qwen2Tokenizer, OnlyQwen2sThreeSpecialTokens) {
   EXPECT_EQ(qwen2->encode("x", false, true).back(), im_end);
 }
 
+// One ChatML rendering serves both families; they differ in tool use. Qwen 2.5 renders it as its
+// Hugging Face chat template does (a run of tool results is one user turn of <tool_response>
+// blocks, a tool call sits in <tool_call> tokens), Qwen 2 leaves both bare, as torchtune's
+// Qwen2Tokenizer does. Qwen 2.5 stops at <|im_end|> and <|endoftext|>, the eos_token_id pair of
+// Qwen 2.5's generation_config.json.
+TEST(Qwen2Tokenizer, ToolUseIsTaggedOnlyByQwen2_5) {
+  auto qwen2 = real_vocab("torchtune.models.qwen2.qwen2_tokenizer");
+  auto qwen2_5 = real_vocab("torchtune.models.qwen2_5.qwen2_5_tokenizer");
+  ft::Message call{"assistant", "{\"name\": \"add\"}"};
+  call.ipython = true;
+  const std::vector<ft::Message> messages = {
+      {"user", "What is 2+2?"}, call, {"ipython", "4"}, {"ipython", "ok"}, {"assistant", "It is 4."}};
+
+  const auto tagged = qwen2_5->tokenize_messages(messages, true).tokens;
+  EXPECT_EQ(qwen2_5->decode(tagged),
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"add\"}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\n4\n</tool_response>\n<tool_response>\nok\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\nIt is 4.<|im_end|>");
+  const std::int64_t tool_call = added_token_id("<tool_call>"), end_tool_call = added_token_id("</tool_call>");
+  EXPECT_EQ(std::count(tagged.begin(), tagged.end(), tool_call), 1) << "<tool_call> is one special token";
+  EXPECT_EQ(std::count(tagged.begin(), tagged.end(), end_tool_call), 1);
+
+  const auto bare = qwen2->tokenize_messages(messages, true).tokens;
+  EXPECT_EQ(qwen2->decode(bare),
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n{\"name\": \"add\"}<|im_end|>\n"
+            "4ok<|im_start|>assistant\nIt is 4.<|im_end|>");
+
+  const std::int64_t endoftext = added_token_id("<|endoftext|>"), im_end = added_token_id("<|im_end|>");
+  EXPECT_EQ(qwen2_5->stop_tokens(), (std::vector<std::int64_t>{im_end, endoftext}));
+}
+
 }  // namespace

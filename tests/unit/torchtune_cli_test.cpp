@@ -1,10 +1,14 @@
 // torchtune's command-line habits through the fthost binary: YAML configs, `fthost run
 // full_finetune_distributed`, `--nproc_per_node`, `fthost cp` and `fthost ls configs`.
+#include "shipped_configs.h"
 #include "test_helpers.h"
+
+#include <ft/errors.h>
 
 #include <boost/filesystem.hpp>
 
 #include <fstream>
+#include <map>
 
 namespace {
 
@@ -159,18 +163,18 @@ TEST(TorchtuneCli, LsConfigsListsShippedConfigsByName) {
 
 TEST(TorchtuneCli, CpCopiesShippedConfigsAndRefusesToOverwrite) {
   const std::string dir = fttest::temp_dir();
-  const std::string shipped = kSource + "/configs/llama3_2/1B_full.toml";
-  auto r = run("cp llama3_2/1B_full " + dir + "/mine.toml");
+  const std::string shipped = kSource + "/configs/llama3_2/1B_full.yaml";
+  auto r = run("cp llama3_2/1B_full " + dir + "/mine.yaml");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(fttest::read_file(dir + "/mine.toml"), fttest::read_file(shipped));
+  EXPECT_EQ(fttest::read_file(dir + "/mine.yaml"), fttest::read_file(shipped));
 
-  auto again = run("cp llama3_2/1B_full " + dir + "/mine.toml");
+  auto again = run("cp llama3_2/1B_full " + dir + "/mine.yaml");
   EXPECT_EQ(again.exit_code, 2);
-  EXPECT_NE(again.output.find("mine.toml already exists; pass --force to overwrite it"), std::string::npos)
+  EXPECT_NE(again.output.find("mine.yaml already exists; pass --force to overwrite it"), std::string::npos)
       << again.output;
-  write(dir + "/mine.toml", "changed");
-  EXPECT_EQ(run("cp --force llama3_2/1B_full.toml " + dir + "/mine.toml").exit_code, 0);
-  EXPECT_EQ(fttest::read_file(dir + "/mine.toml"), fttest::read_file(shipped));
+  write(dir + "/mine.yaml", "changed");
+  EXPECT_EQ(run("cp --force llama3_2/1B_full.yaml " + dir + "/mine.yaml").exit_code, 0);
+  EXPECT_EQ(fttest::read_file(dir + "/mine.yaml"), fttest::read_file(shipped));
 
   // Into a directory: the shipped file's name; a destination without extension takes the source's.
   EXPECT_EQ(run("cp tiny_demo " + dir).exit_code, 0);
@@ -195,6 +199,41 @@ TEST(TorchtuneCli, CpCopiesShippedConfigsAndRefusesToOverwrite) {
   EXPECT_NE(to_yaml.output.find("cp translates YAML to TOML only"), std::string::npos) << to_yaml.output;
   EXPECT_EQ(run("cp tiny_demo " + dir + "/z.txt").exit_code, 2);
   EXPECT_EQ(run("cp tiny_demo").exit_code, 2);
+}
+
+// A name must say which file it means: no two shipped configs in one directory share a name
+// (`ls configs` lists names without extensions, `cp` and `--config` take them).
+TEST(TorchtuneCli, NoTwoShippedConfigsShareAName) {
+  std::map<std::string, std::string> seen;
+  for (auto& e : fs::recursive_directory_iterator(kSource + "/configs")) {
+    const std::string ext = e.path().extension().string();
+    if (ext != ".yaml" && ext != ".yml" && ext != ".toml") continue;
+    fs::path name = e.path();
+    const auto [it, inserted] = seen.emplace(name.replace_extension().string(), e.path().string());
+    EXPECT_TRUE(inserted) << it->second << " and " << e.path().string() << " share a name";
+  }
+  EXPECT_GE(seen.size(), 13u);
+}
+
+// A name in two formats is refused with both files named, not resolved to one of them.
+TEST(TorchtuneCli, ConfigNameInTwoFormatsIsRefused) {
+  const std::string dir = fttest::temp_dir();
+  fs::create_directories(dir + "/family");
+  write(dir + "/family/both.yaml", "seed: 0\n");
+  write(dir + "/family/both.toml", "seed = 0\n");
+  write(dir + "/family/one.toml", "seed = 0\n");
+  try {
+    fthost::find_config_named(dir, "family/both");
+    ADD_FAILURE() << "family/both resolved";
+  } catch (const ft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("config name 'family/both' is ambiguous: " + dir + "/family/both.yaml and " +
+                                         dir + "/family/both.toml share it; give the name with its extension"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(fthost::find_config_named(dir, "family/both.toml"), dir + "/family/both.toml");
+  EXPECT_EQ(fthost::find_config_named(dir, "family/one"), dir + "/family/one.toml");
+  EXPECT_FALSE(fthost::find_config_named(dir, "family/none").has_value());
 }
 
 // `--config NAME` runs a shipped config, as `tune run ... --config llama3_2/1B_full` does.
