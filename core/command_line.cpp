@@ -57,7 +57,9 @@ po::options_description visible_options() {
       "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)")(
       "nproc_per_node", po::value<int>(), "the same, as torchtune spells it")("force", po::bool_switch(),
                                                                               "cp: overwrite an existing destination")(
-      "make-parents", po::bool_switch(), "cp: create the destination's missing directories");
+      "make-parents", po::bool_switch(), "cp: create the destination's missing directories")(
+      "write-manifest", po::value<std::string>(),
+      "plugins: write LIB.manifest.json for the plugin library LIB (what ls and validate read instead of loading it)");
   visible.add(data_options());
   return visible;
 }
@@ -98,6 +100,7 @@ Invocation invocation_of(const po::variables_map& vm) {
   inv.data.json = vm["json"].as<bool>();
   inv.force = vm["force"].as<bool>();
   inv.make_parents = vm["make-parents"].as<bool>();
+  if (vm.count("write-manifest")) inv.write_manifest = vm["write-manifest"].as<std::string>();
   std::vector<std::string> args;
   if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
   if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run" ||

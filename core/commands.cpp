@@ -3,6 +3,7 @@
 #include "checked_config.h"
 #include "config_commands.h"
 #include "plugin_loader.h"
+#include "plugin_manifest.h"
 
 #include <boost/filesystem.hpp>
 
@@ -44,8 +45,9 @@ void print_components(std::ostream& out, const ft::Registry& registry, std::opti
 
 namespace {
 
+// ls and plugins describe the plugins: their manifests suffice where they are current.
 PluginLoader load_plugins(const Invocation& inv) {
-  PluginLoader loader;
+  PluginLoader loader(PluginLoader::Manifests::Use);
   loader.load_all(PluginLoader::search_paths(inv.plugin_dirs, {}));
   return loader;
 }
@@ -78,7 +80,8 @@ int cmd_plugins(const Invocation& inv) {
 }
 
 int cmd_validate(const Invocation& inv) {
-  const CheckedConfig checked = load_checked_config(inv, PluginLoader());
+  // Manifests describe every component: validation instantiates nothing, so no plugin loads.
+  const CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Use));
   std::cout << inv.config_path << ": OK (" << checked.plugins.registry().size() << " components available)\n";
   return 0;
 }
@@ -88,6 +91,8 @@ int cmd_validate(const Invocation& inv) {
 void check_invocation(const Invocation& inv) {
   if (inv.command != "data" && (inv.data.samples || inv.data.packed || inv.data.json))
     throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
+  if (!inv.write_manifest.empty() && inv.command != "plugins")
+    throw ft::ConfigError("--write-manifest is an option of `fthost plugins`");
   if (is_training_command(inv) && inv.config_path.empty())
     throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
 }
@@ -97,7 +102,13 @@ bool is_training_command(const Invocation& inv) { return inv.command == "run" ||
 int dispatch(const Invocation& inv) {
   check_invocation(inv);
   if (inv.command == "ls") return cmd_ls(inv);
-  if (inv.command == "plugins") return cmd_plugins(inv);
+  if (inv.command == "plugins") {
+    if (!inv.write_manifest.empty()) {
+      write_plugin_manifest(inv.write_manifest);
+      return 0;
+    }
+    return cmd_plugins(inv);
+  }
   if (inv.command == "cp") return cmd_cp(inv.args, CopyOptions{inv.force, inv.make_parents});
   if (inv.command == "validate") return cmd_validate(inv);
   throw ft::Error("`fthost " + inv.command + "` trains or reads data: it runs in the training library");

@@ -29,6 +29,7 @@ struct Invocation {
   DataViewOptions data;
   bool force = false;          // cp: overwrite the destination
   bool make_parents = false;   // cp: create the destination's directories
+  std::string write_manifest;  // plugins --write-manifest LIB: the library whose manifest to write
 };
 
 std::string version_text();

@@ -20,7 +20,7 @@ int run_training_command(const Invocation& inv) {
   if (inv.command == "data") log_to_stderr();  // stdout is the data view
   std::function<void(ft::detail::ConfigDocument&)> adjust;
   if (inv.command == "data" && inv.data.packed) adjust = set_datasets_packed;
-  CheckedConfig checked = load_checked_config(inv, PluginLoader(), adjust);
+  CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Ignore), adjust);
   const ft::ConfigNode& root = checked.root;
   const TrainingSettings& settings = checked.settings;
   resolve_device(root);  // the devices this process sees, which validation does not ask LibTorch for
