@@ -192,7 +192,6 @@ c10::Device read_device(const ft::ConfigNode& root) {
         (digits.size() > 1 && digits[0] == '0') || std::stoi(digits) > std::numeric_limits<c10::DeviceIndex>::max())
       fail();
     index = static_cast<c10::DeviceIndex>(std::stoi(digits));
-    if (type == "cpu" && index > 0) fail();  // as c10::Device: the CPU is device 0
   }
   const c10::Device device(type == "cpu" ? c10::DeviceType::CPU : c10::DeviceType::CUDA, index);
   if (device.is_cuda() && !FT_WITH_CUDA)
