@@ -29,16 +29,16 @@ struct Mismatch {
 // Bumped when the manifest's layout changes; another number means "not a manifest I read".
 constexpr int kManifestFormat = 1;
 
+// Seconds, not nanoseconds: `cmake --install` copies a library's modification time to the second.
 struct LibraryStamp {
   std::uint64_t size = 0;
-  std::int64_t mtime_ns = 0;
+  std::int64_t mtime_s = 0;
 };
 
 LibraryStamp stamp_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw ft::Error(path + ": " + ft::errno_text(errno));
-  return {static_cast<std::uint64_t>(st.st_size),
-          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec)};
 }
 
 json fingerprint_json(const ft::BuildFingerprint& fp) {
@@ -157,7 +157,7 @@ void write_plugin_manifest(const std::string& library_argument) {
       {"library",
        {{"file", boost::filesystem::path(library).filename().string()},
         {"size", stamp.size},
-        {"mtime_ns", stamp.mtime_ns}}},
+        {"mtime_s", stamp.mtime_s}}},
       {"plugin", {{"name", plugin.name}, {"version", plugin.version}, {"abi", {plugin.abi_major, plugin.abi_minor}}}},
       {"components", components}};
   std::string text;
@@ -186,7 +186,7 @@ std::optional<DescribedPlugin> read_plugin_manifest(const std::string& library, 
     const LibraryStamp stamp = stamp_of(library);
     const json& lib = j.at("library");
     expect(lib.at("file") == boost::filesystem::path(library).filename().string(), "manifest of another library");
-    expect(lib.at("size") == stamp.size && lib.at("mtime_ns") == stamp.mtime_ns,
+    expect(lib.at("size") == stamp.size && lib.at("mtime_s") == stamp.mtime_s,
            "the library changed since its manifest was written (size or modification time)");
     const json& info = j.at("plugin");
     const auto abi = info.at("abi").get<std::vector<std::uint32_t>>();

@@ -4,7 +4,8 @@
 //
 // `fthost plugins --write-manifest LIB` (run by fthost_add_plugin after each link) loads LIB
 // as training would and writes LIB.manifest.json: the plugin's name, version and ABI; the ABI
-// and build fingerprint of the host that wrote it; LIB's file name, size and modification time;
+// and build fingerprint of the host that wrote it; LIB's file name, size and modification time
+// (in seconds);
 // and every component: name, kind, summary, capabilities and schema (each key's type, whether
 // it is required, its default and its help). A manifest is used only while all of these match
 // LIB and this host; otherwise the host loads LIB and checks it as before.
