@@ -1,12 +1,14 @@
-# Install layout: bin/fthost, lib/libftsdk.so, lib/fthost/plugins/*.so, include/ft/,
+# Install layout: bin/fthost, lib/libftsdk.so, lib/libftsdk_torch.so, lib/libfthost_training.so,
+# lib/fthost/plugins/*.so with their *.so.manifest.json, include/ft/,
 # share/fthost/configs/ (the shipped configs and the demo's data), and the
-# CMake package `find_package(fthost)` -> fthost::sdk + fthost_add_plugin().
+# CMake package `find_package(fthost)` -> fthost::sdk, fthost::sdk_core + fthost_add_plugin().
 install(TARGETS fthost RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ftsdk EXPORT fthostTargets LIBRARY DESTINATION lib)
+install(TARGETS ftsdk ftsdk_torch EXPORT fthostTargets LIBRARY DESTINATION lib)
+install(TARGETS fthost_training LIBRARY DESTINATION lib)
 install(DIRECTORY sdk/include/ft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY configs/ DESTINATION ${FTHOST_CONFIG_SUBDIR})
 install(DIRECTORY "${FTHOST_PLUGIN_OUTPUT_DIR}/" DESTINATION "${FTHOST_PLUGIN_SUBDIR}"
-        FILES_MATCHING PATTERN "*.so")
+        FILES_MATCHING PATTERN "*.so" PATTERN "*.so.manifest.json")
 install(EXPORT fthostTargets NAMESPACE fthost:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
 include(CMakePackageConfigHelpers)
 configure_package_config_file(cmake/fthostConfig.cmake.in "${CMAKE_BINARY_DIR}/fthostConfig.cmake"

@@ -5,7 +5,7 @@
 # definitions:
 #   FT_BUILTIN_PLUGIN_DIR  the built-in plugins the host loads by default
 #   FT_TEST_PLUGIN_ROOT    the deliberately broken test plugins, one directory each
-#   FTHOST_BINARY          the fthost executable, for end-to-end runs
+#   FTHOST_BINARY          the fthost executable, for end-to-end runs (with its training library)
 #   FT_SOURCE_DIR          the source tree (configs, and ../shared/fixtures next to it)
 # It builds after fthost and the PLUGINS its tests load, and each of its tests becomes a ctest
 # test of the same name.
@@ -29,6 +29,6 @@ function(fthost_add_test name)
     FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
     FTHOST_BINARY="$<TARGET_FILE:fthost>"
     FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  add_dependencies(${name} fthost ${ARG_PLUGINS})
+  add_dependencies(${name} fthost fthost_training ${ARG_PLUGINS})
   gtest_discover_tests(${name} WORKING_DIRECTORY "${CMAKE_BINARY_DIR}" DISCOVERY_TIMEOUT 60)
 endfunction()

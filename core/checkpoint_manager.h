@@ -4,6 +4,7 @@
 // Layout and keys: docs/checkpointing.md.
 #pragma once
 
+#include "checkpointer_role.h"
 #include "training_settings.h"
 #include "training_state.h"
 
@@ -25,12 +26,6 @@
 #include <vector>
 
 namespace fthost {
-
-// Every run saves a resumable checkpoint at the end of each epoch, so its checkpointer must
-// provide ft::TrainingCheckpointStorage. Checked from the registry entry's capabilities, without
-// constructing the component: the problem (naming `checkpointer._component_`), or nullopt when
-// the checkpointer provides the role or is unknown or missing (reported by the other checks).
-std::optional<std::string> checkpointer_role_problem(const ft::Registry& registry, const ft::ConfigNode& root);
 
 struct ResumePoint {
   std::string dir;

@@ -1,26 +1,12 @@
 #include "commands.h"
 
-#include "checkpoint_manager.h"
+#include "checked_config.h"
 #include "config_commands.h"
-#include "config_loader.h"
-#include "data_command.h"
-#include "distributed_environment.h"
-#include "full_finetune_recipe.h"
-#include "log_level.h"
 #include "plugin_loader.h"
-#include "rank_logging.h"
-#include "recipe_schema.h"
-#include "shipped_configs.h"
-#include "torchtune_key_rewrites.h"
-#include "training_settings.h"
-
-#include "ft_host/schema_check.h"
-
-#include <ft/log.h>
+#include "plugin_manifest.h"
 
 #include <boost/filesystem.hpp>
 
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -32,17 +18,37 @@ std::string version_text() {
          ", " + describe_fingerprint(ft::this_build_fingerprint()) + ")";
 }
 
-namespace {
-
-std::vector<std::string> config_plugin_paths(const ft::ConfigNode& root) {
-  if (!root.is_table("plugins")) return {};
-  return root.table("plugins").get<std::vector<std::string>>("paths", {});
+void print_components(std::ostream& out, const ft::Registry& registry, std::optional<ft::Kind> filter, bool verbose) {
+  for (ft::Kind k : ft::all_kinds()) {
+    if (filter && *filter != k) continue;
+    auto comps = registry.list(k);
+    if (comps.empty()) continue;
+    out << ft::kind_name(k) << ":\n";
+    for (const auto* c : comps) {
+      out << "  " << std::left << std::setw(62) << c->name << " "
+          << boost::filesystem::path(c->library).filename().string() << "\n";
+      if (!verbose) continue;
+      if (!c->summary.empty()) out << "      " << c->summary << "\n";
+      if (!c->capabilities.empty()) {
+        std::string roles;
+        for (const auto& role : c->capabilities) roles += (roles.empty() ? "" : ", ") + role;
+        out << "      provides: " << roles << "\n";
+      }
+      for (const auto& key : c->schema.keys()) {
+        std::string def = key.required ? "required" : key.default_toml.empty() ? "optional" : "= " + key.default_toml;
+        out << "      " << std::left << std::setw(28) << key.name << std::setw(8) << ft::value_type_name(key.type)
+            << std::setw(22) << def << key.help << "\n";
+      }
+    }
+  }
 }
 
-PluginLoader load_plugins(const Invocation& inv, const ft::ConfigNode* root) {
-  PluginLoader loader;
-  loader.load_all(
-      PluginLoader::search_paths(inv.plugin_dirs, root ? config_plugin_paths(*root) : std::vector<std::string>{}));
+namespace {
+
+// ls and plugins describe the plugins: their manifests suffice where they are current.
+PluginLoader load_plugins(const Invocation& inv) {
+  PluginLoader loader(PluginLoader::Manifests::Use);
+  loader.load_all(PluginLoader::search_paths(inv.plugin_dirs, {}));
   return loader;
 }
 
@@ -57,34 +63,12 @@ int cmd_ls(const Invocation& inv) {
       throw ft::Error("ls: unknown kind '" + inv.args[0] + "'; kinds are: " + kinds + " (or `ls configs`)");
     }
   }
-  PluginLoader loader = load_plugins(inv, nullptr);
-  for (ft::Kind k : ft::all_kinds()) {
-    if (filter && *filter != k) continue;
-    auto comps = loader.registry().list(k);
-    if (comps.empty()) continue;
-    std::cout << ft::kind_name(k) << ":\n";
-    for (const auto* c : comps) {
-      std::cout << "  " << std::left << std::setw(62) << c->name << " "
-                << boost::filesystem::path(c->library).filename().string() << "\n";
-      if (!inv.verbose) continue;
-      if (!c->summary.empty()) std::cout << "      " << c->summary << "\n";
-      if (!c->capabilities.empty()) {
-        std::string roles;
-        for (const auto& role : c->capabilities) roles += (roles.empty() ? "" : ", ") + role;
-        std::cout << "      provides: " << roles << "\n";
-      }
-      for (const auto& key : c->schema.keys()) {
-        std::string def = key.required ? "required" : key.default_toml.empty() ? "optional" : "= " + key.default_toml;
-        std::cout << "      " << std::left << std::setw(28) << key.name << std::setw(8) << ft::value_type_name(key.type)
-                  << std::setw(22) << def << key.help << "\n";
-      }
-    }
-  }
+  print_components(std::cout, load_plugins(inv).registry(), filter, inv.verbose);
   return 0;
 }
 
 int cmd_plugins(const Invocation& inv) {
-  PluginLoader loader = load_plugins(inv, nullptr);
+  PluginLoader loader = load_plugins(inv);
   for (const auto& p : loader.plugins()) {
     std::cout << p.name << " " << p.version << "  (ABI " << p.abi_major << "." << p.abi_minor << ")\n  " << p.path
               << "\n";
@@ -95,83 +79,39 @@ int cmd_plugins(const Invocation& inv) {
   return 0;
 }
 
-// Schema-checks the top level and every component table; all problems are reported together.
-// Returns the run's settings.
-TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
-  std::vector<std::string> problems = ft::detail::check_and_complete(root, recipe_schema());
-  TrainingSettings settings;
-  if (problems.empty()) {
-    try {
-      settings = read_training_settings(root);
-    } catch (const ft::ConfigError& e) {
-      problems.push_back(e.what());
-    }
-  }
-  for (const auto& key : root.keys()) {
-    auto kind = kind_of_table(key);
-    if (!kind || !(root.is_table(key) || root.is_table_list(key))) continue;
-    for (const auto& table : root.table_list(key)) {
-      try {
-        registry.resolve(table, *kind);
-      } catch (const ft::ConfigError& e) {
-        problems.push_back(e.what());
-      }
-    }
-  }
-  if (auto problem = checkpointer_role_problem(registry, root)) problems.push_back(*problem);
-  if (!problems.empty()) {
-    std::string msg = std::to_string(problems.size()) + " problem(s) in the configuration:";
-    for (const auto& p : problems) {
-      std::size_t start = 0;
-      while (start < p.size()) {
-        auto nl = p.find('\n', start);
-        msg += "\n  " + p.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-        if (nl == std::string::npos) break;
-        start = nl + 1;
-      }
-    }
-    throw ft::ConfigError(msg);
-  }
-  return settings;
-}
-
-int cmd_validate_or_run(const Invocation& inv) {
-  if (inv.config_path.empty())
-    throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
-  if (inv.command == "data") log_to_stderr();  // stdout is the data view
-  auto doc = load_config(resolve_config_argument(inv.config_path), inv.args);
-  if (inv.command == "data" && inv.data.packed) set_datasets_packed(*doc);
-  ft::ConfigNode root = ft::detail::root_node(doc);
-  rewrite_torchtune_keys(*doc, root);
-  apply_log_level(root);  // before anything else logs
-  PluginLoader loader = load_plugins(inv, &root);
-  const TrainingSettings settings = validate_config(loader.registry(), root);
-  if (inv.command == "validate") {
-    std::cout << inv.config_path << ": OK (" << loader.registry().size() << " components available)\n";
-    return 0;
-  }
-  if (inv.command == "data") return show_data(loader.registry(), root, settings, inv.data);
-  const DistributedEnvironment env = read_distributed_environment();
-  configure_rank_logging(env.rank, env.world_size);
-  if (env.rank == 0) {
-    boost::filesystem::create_directories(settings.output_dir);
-    const std::string effective = root.to_toml();
-    ft::log::info("effective config:\n{}", effective);
-    std::ofstream f(settings.output_dir + "/config.effective.toml");
-    f << effective << "\n";
-  }
-  return run_full_finetune(loader.registry(), root, settings);
+int cmd_validate(const Invocation& inv) {
+  // Manifests describe every component: validation instantiates nothing, so no plugin loads.
+  const CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Use));
+  std::cout << inv.config_path << ": OK (" << checked.plugins.registry().size() << " components available)\n";
+  return 0;
 }
 
 }  // namespace
 
-int dispatch(const Invocation& inv) {
+void check_invocation(const Invocation& inv) {
   if (inv.command != "data" && (inv.data.samples || inv.data.packed || inv.data.json))
     throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
+  if (!inv.write_manifest.empty() && inv.command != "plugins")
+    throw ft::ConfigError("--write-manifest is an option of `fthost plugins`");
+  if (is_training_command(inv) && inv.config_path.empty())
+    throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
+}
+
+bool is_training_command(const Invocation& inv) { return inv.command == "run" || inv.command == "data"; }
+
+int dispatch(const Invocation& inv) {
+  check_invocation(inv);
   if (inv.command == "ls") return cmd_ls(inv);
-  if (inv.command == "plugins") return cmd_plugins(inv);
+  if (inv.command == "plugins") {
+    if (!inv.write_manifest.empty()) {
+      write_plugin_manifest(inv.write_manifest);
+      return 0;
+    }
+    return cmd_plugins(inv);
+  }
   if (inv.command == "cp") return cmd_cp(inv.args, CopyOptions{inv.force, inv.make_parents});
-  return cmd_validate_or_run(inv);
+  if (inv.command == "validate") return cmd_validate(inv);
+  throw ft::Error("`fthost " + inv.command + "` trains or reads data: it runs in the training library");
 }
 
 }  // namespace fthost

@@ -1,5 +1,7 @@
 #include "device_support.h"
 
+#include "training_settings.h"
+
 #include <ft/torch_compat.h>
 
 #include <fstream>
@@ -24,17 +26,9 @@ double peak_rss_bytes() {
 }  // namespace
 
 c10::Device resolve_device(const ft::ConfigNode& root) {
-  const std::string name = root.get<std::string>("device");
-  c10::Device device(c10::DeviceType::CPU);
-  try {
-    device = c10::Device(name);
-  } catch (const std::exception&) {
-    root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\"");
-  }
+  const c10::Device device = read_device(root);
   if (device.is_cpu()) return device;
-  if (!device.is_cuda()) root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\"");
-  if (!ft::compat::cuda_built())
-    root.fail("device", "this fthost was built without CUDA; use device = \"cpu\" or a CUDA build");
+  const std::string name = root.get<std::string>("device");
   const auto count = ft::compat::cuda_device_count();
   if (count == 0) root.fail("device", "no CUDA device is visible to this process");
   if (device.has_index() && device.index() >= count)

@@ -1,5 +1,7 @@
 #include "plugin_loader.h"
 
+#include "plugin_manifest.h"
+
 #include <ft/log.h>
 
 #include <boost/dll/library_info.hpp>
@@ -90,7 +92,22 @@ bool has_entry_point(const std::string& path, std::string& why) {
 
 }  // namespace
 
+void PluginLoader::add_described(LoadedPlugin plugin, ft::Registry components) {
+  const std::string path = plugin.path;
+  plugin.from_manifest = true;
+  registry_.merge(std::move(components), path, nullptr);
+  plugins_.push_back(std::move(plugin));
+}
+
 void PluginLoader::load_library(const std::string& path, bool explicit_file) {
+  if (manifests_ == Manifests::Use) {
+    std::string why_not;
+    if (auto described = read_plugin_manifest(path, why_not)) {
+      add_described(std::move(described->plugin), std::move(described->components));
+      return;
+    }
+    ft::log::debug("{}: {}; loading the library", path, why_not);
+  }
   std::string why = "no '" FT_PLUGIN_ENTRY_SYMBOL "' entry point (build it with FT_PLUGIN)";
   if (!has_entry_point(path, why)) {
     std::string msg = path + ": not an fthost plugin: " + why;

@@ -3,6 +3,11 @@
 // Search order: --plugin-dir, `plugins.paths` in the config, FTHOST_PLUGIN_PATH (colon-
 // separated), then <exe>/../lib/fthost/plugins. Every library found is loaded; a component
 // name registered twice is an error naming both libraries.
+//
+// A loader made with Manifests::Use reads a library's manifest (plugin_manifest.h) instead of
+// loading the library, where the manifest is current: its registry then describes the
+// components (names, kinds, schemas, capabilities) but cannot instantiate them. Commands that
+// only describe (ls, plugins, validate) use it; training loads every library.
 #pragma once
 
 #include <ft/plugin.h>
@@ -21,6 +26,7 @@ struct LoadedPlugin {
   std::uint32_t abi_major = 0;
   std::uint32_t abi_minor = 0;
   std::vector<std::string> components;
+  bool from_manifest = false;  // described by its manifest; the library itself was not loaded
 };
 
 struct PluginSearchPath {
@@ -30,6 +36,9 @@ struct PluginSearchPath {
 
 class PluginLoader {
  public:
+  enum class Manifests { Ignore, Use };
+  explicit PluginLoader(Manifests manifests = Manifests::Ignore) : manifests_(manifests) {}
+
   // Directories from the command line, config and environment, in search order.
   static std::vector<PluginSearchPath> search_paths(const std::vector<std::string>& cli_dirs,
                                                     const std::vector<std::string>& config_paths);
@@ -38,12 +47,15 @@ class PluginLoader {
   void load_all(const std::vector<PluginSearchPath>& paths);
   // Loads one library file; `explicit_file` makes "not a plugin" an error rather than a skip.
   void load_library(const std::string& path, bool explicit_file);
+  // Adds a plugin described by its manifest (plugin_manifest.h), as load_library adds a loaded one.
+  void add_described(LoadedPlugin plugin, ft::Registry components);
 
   const ft::Registry& registry() const { return registry_; }
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  Manifests manifests_;
   ft::Registry registry_;
   std::vector<LoadedPlugin> plugins_;
   std::vector<std::string> warnings_;

@@ -26,13 +26,6 @@ int cores_available() {
 
 int threads_per_rank(int local_world_size) { return std::max(1, cores_available() / std::max(1, local_world_size)); }
 
-void ensure_passive_openmp_wait_policy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY")) return;
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  execv("/proc/self/exe", argv);
-  // exec failed (no /proc): carry on with the runtime's default policy.
-}
-
 ThreadPlan apply_thread_settings(int num_threads) {
   ThreadPlan plan;
   const int threads = num_threads > 0 ? num_threads : cores_available();

@@ -1,15 +1,10 @@
 // The three thread pools a LibTorch CPU run has, set deliberately (their defaults oversubscribe
 // a small machine and cost up to 2x): LibTorch's intra-op pool, OpenBLAS's own pool (which
 // torch::set_num_threads does not reach), and the OpenMP wait policy, which the OpenMP runtime
-// reads once when it loads, before main().
+// reads once when it loads (set by the executable before it loads LibTorch: training_library.h).
 #pragma once
 
 namespace fthost {
-
-// Call first thing in main(). When OMP_WAIT_POLICY is unset, sets it to PASSIVE (idle OpenMP
-// workers sleep instead of spinning on cores the next matmul needs) and re-executes the
-// program so the runtime sees it. Does nothing when the variable is already set.
-void ensure_passive_openmp_wait_policy(char** argv);
 
 struct ThreadPlan {
   int intra_op = 1;

@@ -1,6 +1,5 @@
 #include "training_settings.h"
 
-#include "device_support.h"
 #include "dtype_setting.h"
 
 #include <ft/errors.h>
@@ -179,6 +178,27 @@ CheckpointSettings read_checkpoint_settings(const ft::ConfigNode& root, const Tr
 
 }  // namespace
 
+c10::Device read_device(const ft::ConfigNode& root) {
+  const std::string name = root.get<std::string>("device");
+  const auto fail = [&] { root.fail("device", "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + name + "\""); };
+  const std::size_t colon = name.find(':');
+  const std::string type = name.substr(0, colon);
+  if (type != "cpu" && type != "cuda") fail();
+  c10::DeviceIndex index = -1;
+  if (colon != std::string::npos) {
+    const std::string digits = name.substr(colon + 1);
+    if (digits.empty() || digits.size() > 3 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (digits.size() > 1 && digits[0] == '0') || std::stoi(digits) > std::numeric_limits<c10::DeviceIndex>::max())
+      fail();
+    index = static_cast<c10::DeviceIndex>(std::stoi(digits));
+  }
+  const c10::Device device(type == "cpu" ? c10::DeviceType::CPU : c10::DeviceType::CUDA, index);
+  if (device.is_cuda() && !FT_WITH_CUDA)
+    root.fail("device", "this fthost was built without CUDA; use device = \"cpu\" or a CUDA build");
+  return device;
+}
+
 std::vector<bool> ActivationCheckpointingSettings::layers(std::int64_t num_layers) const {
   std::vector<bool> checkpointed(static_cast<std::size_t>(std::max<std::int64_t>(num_layers, 0)), false);
   if (every_nth_layer < 1) return checkpointed;
@@ -200,7 +220,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.gradient_accumulation_steps = positive(root, "gradient_accumulation_steps");
   s.clip_grad_norm = read_clip_grad_norm(root);
   s.shuffle = root.get<bool>("shuffle");
-  s.device = resolve_device(root);
+  s.device = read_device(root);
   s.dtype = read_training_dtype(root);
   s.log_every_n_steps = positive(root, "log_every_n_steps");
   s.log_peak_memory_stats = root.get<bool>("log_peak_memory_stats");

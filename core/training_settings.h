@@ -71,6 +71,11 @@ struct TrainingSettings {
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.
+// Reads without LibTorch (`fthost validate`): the device is checked against this build, not
+// against the devices visible (resolve_device, before training).
 TrainingSettings read_training_settings(const ft::ConfigNode& root);
+
+// The top-level `device` key: "cpu", "cuda" or "cuda:N"; errors when this build has no CUDA.
+c10::Device read_device(const ft::ConfigNode& root);
 
 }  // namespace fthost

@@ -1,8 +1,6 @@
 // Small text pieces that error messages and file handling across the host and plugins share.
 #pragma once
 
-#include <c10/util/ArrayRef.h>
-
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -10,8 +8,10 @@
 
 namespace ft {
 
-// "[2, 3]": how messages print a tensor shape.
-inline std::string shape_text(c10::IntArrayRef shape) {
+// "[2, 3]": how messages print a tensor shape (tensor.sizes(), or any sequence of integers).
+// A template, so this header needs no LibTorch header.
+template <class Shape>
+std::string shape_text(const Shape& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";

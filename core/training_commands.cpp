@@ -1,0 +1,40 @@
+#include "training_commands.h"
+
+#include "checked_config.h"
+#include "data_command.h"
+#include "device_support.h"
+#include "distributed_environment.h"
+#include "full_finetune_recipe.h"
+#include "rank_logging.h"
+
+#include <ft/log.h>
+
+#include <boost/filesystem.hpp>
+
+#include <fstream>
+
+namespace fthost {
+
+int run_training_command(const Invocation& inv) {
+  check_invocation(inv);
+  if (inv.command == "data") log_to_stderr();  // stdout is the data view
+  std::function<void(ft::detail::ConfigDocument&)> adjust;
+  if (inv.command == "data" && inv.data.packed) adjust = set_datasets_packed;
+  CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Ignore), adjust);
+  const ft::ConfigNode& root = checked.root;
+  const TrainingSettings& settings = checked.settings;
+  resolve_device(root);  // the devices this process sees, which validation does not ask LibTorch for
+  if (inv.command == "data") return show_data(checked.plugins.registry(), root, settings, inv.data);
+  const DistributedEnvironment env = read_distributed_environment();
+  configure_rank_logging(env.rank, env.world_size);
+  if (env.rank == 0) {
+    boost::filesystem::create_directories(settings.output_dir);
+    const std::string effective = root.to_toml();
+    ft::log::info("effective config:\n{}", effective);
+    std::ofstream f(settings.output_dir + "/config.effective.toml");
+    f << effective << "\n";
+  }
+  return run_full_finetune(checked.plugins.registry(), root, settings);
+}
+
+}  // namespace fthost
