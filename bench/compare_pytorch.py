@@ -132,7 +132,11 @@ def pytorch_worker(args) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     generator = torch.Generator().manual_seed(0)
     step_seconds = []
-    for _ in range(args.steps):
+    profiler = None
+    for step in range(args.steps):
+        if args.profile and step == args.warmup:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
+            profiler.__enter__()
         tokens = torch.randint(0, vocab, (batch, seq), generator=generator)
         start = time.perf_counter()
         logits = model(tokens)
@@ -142,6 +146,10 @@ def pytorch_worker(args) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.item()
         step_seconds.append(time.perf_counter() - start)
+    if profiler:
+        profiler.__exit__(None, None, None)
+        print(profiler.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=40),
+              file=sys.stderr)
     trained_tokens = batch * (seq - 1)
     steady = step_seconds[args.warmup:]
     print(json.dumps({
@@ -208,6 +216,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=2, help="first steps of each run not measured")
     parser.add_argument("--pytorch-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true",
+                        help="with --pytorch-worker: print torch.profiler's operator table of the measured steps")
     parser.add_argument("--model", choices=sorted(MODELS), help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.pytorch_worker:

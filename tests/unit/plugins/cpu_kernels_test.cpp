@@ -39,8 +39,7 @@ Inputs value_and_gradients(const Op& op, const Inputs& inputs, const at::Tensor&
   for (const auto& t : leaves)
     if (t.requires_grad()) wrt.push_back(t);
   Inputs result{out.detach()};
-  for (const auto& g : torch::autograd::grad({(out.to(at::kFloat) * upstream).sum()}, wrt))
-    result.push_back(g);
+  for (const auto& g : torch::autograd::grad({(out.to(at::kFloat) * upstream).sum()}, wrt)) result.push_back(g);
   return result;
 }
 
@@ -199,6 +198,26 @@ TEST(FusedCpuKernels, MaskedSoftmaxMatchesTheReferenceForCausalAndPackedMasks) {
     // Masked positions are exactly zero.
     at::Tensor allowed = mask.dim() == 2 ? mask : mask.view({2, 1, 1, 9, 9});
     EXPECT_EQ(fused(inputs).masked_select(allowed.logical_not().expand({2, 3, 2, 9, 9})).abs().max().item<float>(), 0);
+  }
+}
+
+// The row kernels reduce in blocks of 16 columns and then a remainder; 9 columns exercise only
+// the remainder. 53 columns give causal rows that end before, at and past one and several whole
+// blocks, and a random mask (not a prefix) takes the per-column path over the same lengths.
+TEST(FusedCpuKernels, MaskedSoftmaxMatchesTheReferenceOnRowsOfSeveralBlocks) {
+  const std::int64_t s = 53;
+  const double scale = 1 / std::sqrt(8.0);
+  const Op fused = [scale](const Inputs& in) { return ft_kernels::masked_softmax(in[0], in[1], scale); };
+  const Op reference = [scale](const Inputs& in) { return reference_masked_softmax(in, scale); };
+  at::manual_seed(6);
+  const at::Tensor scores = at::randn({2, 2, 2, s, s}) * 4;
+  at::Tensor random_mask = at::rand({2, s, s}) < 0.7;
+  random_mask.select(-1, 0).fill_(true);  // no fully masked row: that case has its own test
+  for (const at::Tensor& mask : {at::ones({s, s}, at::kBool).tril(), random_mask}) {
+    const Inputs inputs{scores, mask};
+    const char* what = mask.dim() == 2 ? "causal softmax, 53 columns" : "random-mask softmax, 53 columns";
+    expect_close(fused, reference, inputs, 1, kFloat32Tolerance, what);
+    expect_repeatable(fused, inputs, 1, what);
   }
 }
 
