@@ -14,6 +14,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -238,6 +239,50 @@ TEST(FusedCpuKernels, CrossEntropySumMatchesTheReference) {
   const at::Tensor loss = fused_cross_entropy(half);
   EXPECT_EQ(loss.scalar_type(), at::kFloat);
   EXPECT_LT(relative_difference(loss, reference_cross_entropy(half)), 1e-6);
+}
+
+// torchtune's CEWithChunkedOutputLoss: each sequence chunk's loss on its own, then their sum. The
+// one-pass kernel must give exactly (bitwise) what summing the per-chunk losses gives, for
+// chunk counts that divide the sequence, leave a short last chunk, and exceed it.
+TEST(FusedCpuKernels, ChunkedCrossEntropySumEqualsTheSumOfItsChunks) {
+  at::manual_seed(9);
+  const std::int64_t batch = 3, seq = 13, vocab = 70;
+  const at::Tensor logits = at::randn({batch, seq, vocab}) * 5;
+  at::Tensor targets = at::randint(0, vocab, {batch, seq}, at::kLong);
+  targets.select(1, 4).fill_(-100);
+  for (std::int64_t chunks : {1, 4, 5, 13, 20}) {
+    const std::string what = "chunked cross_entropy, " + std::to_string(chunks) + " chunks";
+    const Op chunked = [chunks](const Inputs& in) {
+      return ft_kernels::chunked_cross_entropy_sum(in[0], in[1], -100, chunks);
+    };
+    const Op chunk_by_chunk = [chunks](const Inputs& in) {
+      const std::vector<at::Tensor> l = in[0].chunk(chunks, 1), t = in[1].chunk(chunks, 1);
+      at::Tensor total = at::zeros({}, at::kFloat);
+      for (std::size_t i = 0; i < l.size(); ++i) total = total + ft_kernels::cross_entropy_sum(l[i], t[i], -100);
+      return total;
+    };
+    const Op reference = [](const Inputs& in) {
+      return reference_cross_entropy({in[0].reshape({-1, in[0].size(-1)}), in[1].reshape({-1})});
+    };
+    const Inputs inputs{logits, targets};
+    const at::Tensor upstream = at::full({}, 0.37);
+    const Inputs got = value_and_gradients(chunked, inputs, upstream, 1);
+    const Inputs want = value_and_gradients(chunk_by_chunk, inputs, upstream, 1);
+    EXPECT_TRUE(at::equal(got[0], want[0])) << what << ": " << got[0].item<float>() << " vs " << want[0].item<float>();
+    EXPECT_TRUE(at::equal(got[1], want[1])) << what << " gradient";
+    expect_close(chunked, reference, inputs, 1, kFloat32Tolerance, what.c_str());
+    expect_repeatable(chunked, inputs, 1, what.c_str());
+  }
+}
+
+TEST(FusedCpuKernels, ChunkedCrossEntropyNamesTheShapesItExpects) {
+  try {
+    ft_kernels::chunked_cross_entropy_sum(at::randn({6, 70}), at::zeros({6}, at::kLong), -100, 2);
+    FAIL() << "expected an error";
+  } catch (const ft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected logits [b, s, vocab] and targets [b, s]"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(FusedCpuKernels, CrossEntropyNamesAnOutOfRangeTarget) {
