@@ -35,7 +35,7 @@ MODELS = {
     "5m": (8192, 256, 4, 4, 2, 768, False, 8, 128),
     "100m": (32000, 768, 12, 12, 4, 2048, True, 4, 256),
 }
-THREADS = 2
+THREADS = 2  # --threads changes it for every side (a loaded machine distorts two-thread runs most)
 ROPE_BASE = 500000.0
 NORM_EPS = 1e-5
 LR = 1e-4
@@ -175,7 +175,8 @@ def gemm_peak_gflops() -> float:
 
 def run_pytorch(model: str, steps: int, warmup: int) -> dict:
     proc = subprocess.run([SYSTEM_PYTHON, __file__, "--pytorch-worker", "--model", model, "--steps", str(steps),
-                           "--warmup", str(warmup)], env=thread_env(), capture_output=True, text=True)
+                           "--warmup", str(warmup), "--threads", str(THREADS)], env=thread_env(), capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         sys.exit(f"the PyTorch model failed ({proc.returncode}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -216,6 +217,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(MODELS))
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=2, help="first steps of each run not measured")
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads of every side (default 2)")
     parser.add_argument("--fthost-baseline", type=pathlib.Path,
                         help="another fthost binary (e.g. an earlier build) to alternate with the other two")
     parser.add_argument("--pytorch-worker", action="store_true", help=argparse.SUPPRESS)
@@ -223,6 +225,7 @@ def main() -> None:
                         help="with --pytorch-worker: print torch.profiler's operator table of the measured steps")
     parser.add_argument("--model", choices=sorted(MODELS), help=argparse.SUPPRESS)
     a = parser.parse_args()
+    globals()["THREADS"] = a.threads
     if a.pytorch_worker:
         pytorch_worker(a)
         return
