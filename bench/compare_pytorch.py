@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """fthost against the same model in plain PyTorch eager. Not a test: prints medians and ratios.
 
-  python3 bench/compare_pytorch.py [--pairs 3] [--only 5m|100m] [--steps N]
+  python3 bench/compare_pytorch.py [--pairs 3] [--only 5m|100m] [--steps N] [--fthost-baseline BIN]
 
 Each model (a Llama-3-architecture decoder, random init, random tokens, AdamW, fp32, 2 threads,
 OMP_WAIT_POLICY=PASSIVE) is trained alternately by fthost (build/bin/fthost) and by the PyTorch
 model below (Debian's python3-torch: the same LibTorch and OpenBLAS underneath), A B A B A B,
-so both see the same machine state. Printed per model: tokens/s medians (trained tokens, the
+so both see the same machine state. --fthost-baseline adds a third side, another fthost build
+(an earlier commit's build/bin/fthost), to the same alternation: A B C A B C. Printed per model: tokens/s medians (trained tokens, the
 first steps dropped as warm-up), MFU = 6 N FLOPs per token / the fp32 GEMM peak measured in this
 invocation, peak RSS, and the ratio fthost / PyTorch.
 
@@ -34,7 +35,7 @@ MODELS = {
     "5m": (8192, 256, 4, 4, 2, 768, False, 8, 128),
     "100m": (32000, 768, 12, 12, 4, 2048, True, 4, 256),
 }
-THREADS = 2
+THREADS = 2  # --threads changes it for every side (a loaded machine distorts two-thread runs most)
 ROPE_BASE = 500000.0
 NORM_EPS = 1e-5
 LR = 1e-4
@@ -132,7 +133,11 @@ def pytorch_worker(args) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     generator = torch.Generator().manual_seed(0)
     step_seconds = []
-    for _ in range(args.steps):
+    profiler = None
+    for step in range(args.steps):
+        if args.profile and step == args.warmup:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
+            profiler.__enter__()
         tokens = torch.randint(0, vocab, (batch, seq), generator=generator)
         start = time.perf_counter()
         logits = model(tokens)
@@ -142,6 +147,10 @@ def pytorch_worker(args) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.item()
         step_seconds.append(time.perf_counter() - start)
+    if profiler:
+        profiler.__exit__(None, None, None)
+        print(profiler.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=40),
+              file=sys.stderr)
     trained_tokens = batch * (seq - 1)
     steady = step_seconds[args.warmup:]
     print(json.dumps({
@@ -166,16 +175,17 @@ def gemm_peak_gflops() -> float:
 
 def run_pytorch(model: str, steps: int, warmup: int) -> dict:
     proc = subprocess.run([SYSTEM_PYTHON, __file__, "--pytorch-worker", "--model", model, "--steps", str(steps),
-                           "--warmup", str(warmup)], env=thread_env(), capture_output=True, text=True)
+                           "--warmup", str(warmup), "--threads", str(THREADS)], env=thread_env(), capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         sys.exit(f"the PyTorch model failed ({proc.returncode}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_fthost(model: str, steps: int, warmup: int, data: pathlib.Path) -> dict:
+def run_fthost(model: str, steps: int, warmup: int, data: pathlib.Path, binary: pathlib.Path = FTHOST) -> dict:
     vocab, dim, layers, heads, kv_heads, hidden, tied, batch, seq = MODELS[model]
     out = pathlib.Path(tempfile.mkdtemp(prefix="fthost-compare-"))
-    args = [str(FTHOST), "--config", str(ROOT / "bench" / "configs" / "llama_125m.toml"), f"output_dir={out}",
+    args = [str(binary), "--config", str(ROOT / "bench" / "configs" / "llama_125m.toml"), f"output_dir={out}",
             f"dataset.source={data}", f"batch_size={batch}", f"max_steps_per_epoch={steps}",
             f"num_threads={THREADS}", f"optimizer.lr={LR}",
             f"model.vocab_size={vocab}", f"model.embed_dim={dim}", f"model.num_layers={layers}",
@@ -187,7 +197,7 @@ def run_fthost(model: str, steps: int, warmup: int, data: pathlib.Path) -> dict:
             "metric_logger.output_fmt=jsonl", "log_every_n_steps=1", "log_peak_memory_stats=true"]
     proc = subprocess.run(args, env=thread_env(), cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"fthost failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        sys.exit(f"{binary} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
     steady = rows[warmup:] or rows
     return {
@@ -207,9 +217,15 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(MODELS))
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per run")
     parser.add_argument("--warmup", type=int, default=2, help="first steps of each run not measured")
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads of every side (default 2)")
+    parser.add_argument("--fthost-baseline", type=pathlib.Path,
+                        help="another fthost binary (e.g. an earlier build) to alternate with the other two")
     parser.add_argument("--pytorch-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true",
+                        help="with --pytorch-worker: print torch.profiler's operator table of the measured steps")
     parser.add_argument("--model", choices=sorted(MODELS), help=argparse.SUPPRESS)
     a = parser.parse_args()
+    globals()["THREADS"] = a.threads
     if a.pytorch_worker:
         pytorch_worker(a)
         return
@@ -218,23 +234,27 @@ def main() -> None:
     if subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("PyTorch is missing: bash scripts/setup.sh --bench installs Debian's python3-torch")
     peak = gemm_peak_gflops()
-    print(f"{os.cpu_count()} cores, {THREADS} threads, OMP_WAIT_POLICY=PASSIVE; {a.pairs} pairs A B per model, "
+    print(f"load average {os.getloadavg()[0]:.2f} at start; {os.cpu_count()} cores, {THREADS} threads, OMP_WAIT_POLICY=PASSIVE; {a.pairs} pairs A B per model, "
           f"{a.steps} steps per run ({a.warmup} warm-up); fp32 GEMM peak {peak:.1f} GFLOP/s (2048^3, median of 5)",
           flush=True)
     for model in [a.only] if a.only else sorted(MODELS, key=lambda m: MODELS[m][1]):
         vocab, _dim, _l, _h, _kv, _hid, _tied, batch, seq = MODELS[model]
         data = pathlib.Path(tempfile.mkdtemp(prefix="fthost-compare-data-")) / "random_tokens.jsonl"
         random_token_data(data, samples=batch * a.steps, seq_len=seq, vocab=vocab)
-        ours, theirs = [], []
+        ours, theirs, baseline = [], [], []
         params = 0
         for pair in range(a.pairs):
             ours.append(run_fthost(model, a.steps, a.warmup, data))
+            if a.fthost_baseline:
+                baseline.append(run_fthost(model, a.steps, a.warmup, data, a.fthost_baseline))
             theirs.append(run_pytorch(model, a.steps, a.warmup))
             params = theirs[-1]["params"]
             print(f"  {model} pair {pair + 1}: fthost {ours[-1]['tokens_per_s']:.0f} tok/s, "
-                  f"PyTorch {theirs[-1]['tokens_per_s']:.0f} tok/s", flush=True)
+                  + (f"baseline {baseline[-1]['tokens_per_s']:.0f} tok/s, " if baseline else "")
+                  + f"PyTorch {theirs[-1]['tokens_per_s']:.0f} tok/s (load {os.getloadavg()[0]:.1f})", flush=True)
         flop_per_token = 6 * flops_params(model, params)
-        for name, runs in (("fthost", ours), ("PyTorch eager", theirs)):
+        sides = [("fthost", ours)] + ([("fthost baseline", baseline)] if baseline else []) + [("PyTorch eager", theirs)]
+        for name, runs in sides:
             tps = statistics.median(r["tokens_per_s"] for r in runs)
             rss = statistics.median(r["peak_rss_gib"] for r in runs)
             print(f"{model:>5} {name:14s} {tps:9.0f} tok/s  MFU {tps * flop_per_token / (peak * 1e9):.2f}  "
@@ -243,6 +263,10 @@ def main() -> None:
             r["tokens_per_s"] for r in theirs)
         print(f"{model:>5} ratio fthost / PyTorch: {ratio:.2f}  ({params / 1e6:.1f}M parameters, batch {batch} x {seq})",
               flush=True)
+        if baseline:
+            base_ratio = statistics.median(r["tokens_per_s"] for r in baseline) / statistics.median(
+                r["tokens_per_s"] for r in theirs)
+            print(f"{model:>5} ratio fthost baseline / PyTorch: {base_ratio:.2f}", flush=True)
 
 
 if __name__ == "__main__":

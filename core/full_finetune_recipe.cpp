@@ -2,6 +2,7 @@
 
 #include "data_pipeline.h"
 #include "device_support.h"
+#include "heap_reuse.h"
 #include "metric_logger_fanout.h"
 #include "thread_settings.h"
 
@@ -93,6 +94,8 @@ void FullFinetuneRecipe::setup() {
 void FullFinetuneRecipe::setup_process_groups() {
   // Ranks on one machine share its cores: by default each takes its share, not all of them.
   apply_thread_settings(s_.num_threads > 0 ? s_.num_threads : threads_per_rank(env_.local_world_size));
+  if (s_.device.is_cpu() && keep_freed_memory_for_reuse().applied)
+    ft::log::debug("memory: freed blocks stay in the heap for the next step (no mmap per large block, no trim)");
   torch::manual_seed(s_.seed);
   groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout) : single_process_groups();
   mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim);

@@ -1,12 +1,15 @@
 #include "fused_op_support.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 #include <ft_kernels/fused_ops.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace ft_kernels {
 namespace {
@@ -22,9 +25,28 @@ void check_targets(const at::Tensor& targets, std::int64_t vocab, std::int64_t i
                       std::to_string(vocab) + ") and is not ignore_index (" + std::to_string(ignore_index) + ")");
 }
 
+// The row losses summed as CEWithChunkedOutputLoss adds them: rows are [batch, seq] in row-major
+// order; each sequence chunk (torch.chunk's split: ceil(seq / chunks) positions) over every batch
+// row, in the order that chunk's own [b, s_i] rows have, in double rounded once to float32; then
+// the chunk totals in float32, in order. With one chunk: all rows in order, rounded once.
+float chunked_total(const float* row_loss, std::int64_t rows, std::int64_t seq, std::int64_t chunks) {
+  const std::int64_t batch = rows / seq, chunk_len = (seq + chunks - 1) / chunks;
+  float total = 0;
+  for (std::int64_t start = 0; start < seq; start += chunk_len) {
+    const std::int64_t end = std::min(seq, start + chunk_len);
+    double chunk = 0;
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t i = start; i < end; ++i) chunk += row_loss[b * seq + i];
+    total += static_cast<float>(chunk);
+  }
+  return total;
+}
+
 struct CrossEntropyFunction : torch::autograd::Function<CrossEntropyFunction> {
+  // `seq` and `chunks` only group the rows for the sum (chunked_total); every row's loss and
+  // gradient is the same whatever they are.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& targets,
-                            std::int64_t ignore_index) {
+                            std::int64_t ignore_index, std::int64_t seq, std::int64_t chunks) {
     const std::int64_t rows = logits.size(0), vocab = logits.size(1);
     at::Tensor lse = at::empty({rows}, logits.options().dtype(at::kFloat));
     at::Tensor row_loss = at::empty({rows}, logits.options().dtype(at::kFloat));
@@ -36,10 +58,8 @@ struct CrossEntropyFunction : torch::autograd::Function<CrossEntropyFunction> {
                                 ignore_index);
       });
     });
-    // In row order, in double: one rounding at the end, the same on every run.
-    double total = 0;
-    const float* l = row_loss.data_ptr<float>();
-    for (std::int64_t r = 0; r < rows; ++r) total += l[r];
+    // In a fixed order, in double: the same on every run and for any thread count.
+    const float total = chunked_total(row_loss.data_ptr<float>(), rows, seq, chunks);
     ctx->save_for_backward({logits});
     ctx->saved_data["targets"] = targets;
     ctx->saved_data["lse"] = lse;
@@ -62,21 +82,49 @@ struct CrossEntropyFunction : torch::autograd::Function<CrossEntropyFunction> {
                                  ignore_index, gloss);
       });
     });
-    return {g, at::Tensor(), at::Tensor()};
+    return {g, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
+
+bool takes_fused_cross_entropy(const at::Tensor& logits, const at::Tensor& targets) {
+  return takes_fused_path(logits) && targets.device().is_cpu() && targets.scalar_type() == at::kLong;
+}
+
+at::Tensor fused_cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index,
+                                   std::int64_t seq, std::int64_t chunks) {
+  const at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
+  const at::Tensor flat_targets = targets.reshape({-1}).contiguous();
+  check_targets(flat_targets, flat_logits.size(1), ignore_index);
+  return CrossEntropyFunction::apply(flat_logits.contiguous(), flat_targets, ignore_index, seq, chunks);
+}
 
 }  // namespace
 
 at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index) {
-  const at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
-  const at::Tensor flat_targets = targets.reshape({-1});
-  if (!takes_fused_path(flat_logits) || !flat_targets.device().is_cpu() || flat_targets.scalar_type() != at::kLong)
-    return at::cross_entropy_loss(flat_logits.to(at::kFloat), flat_targets, /*weight=*/{}, at::Reduction::Sum,
-                                  ignore_index);
-  const at::Tensor contiguous_targets = flat_targets.contiguous();
-  check_targets(contiguous_targets, flat_logits.size(1), ignore_index);
-  return CrossEntropyFunction::apply(flat_logits.contiguous(), contiguous_targets, ignore_index);
+  if (!takes_fused_cross_entropy(logits, targets))
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat), targets.reshape({-1}),
+                                  /*weight=*/{}, at::Reduction::Sum, ignore_index);
+  const std::int64_t rows = targets.numel();
+  return fused_cross_entropy_sum(logits, targets, ignore_index, std::max<std::int64_t>(rows, 1), 1);
+}
+
+at::Tensor chunked_cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index,
+                                     std::int64_t sequence_chunks) {
+  if (logits.dim() != 3 || targets.dim() != 2 || logits.size(0) != targets.size(0) || logits.size(1) != targets.size(1))
+    throw ft::Error("chunked cross-entropy: expected logits [b, s, vocab] and targets [b, s], got logits " +
+                    ft::shape_text(logits.sizes()) + " and targets " + ft::shape_text(targets.sizes()));
+  if (sequence_chunks < 1)
+    throw ft::Error("chunked cross-entropy: sequence_chunks must be at least 1, got " +
+                    std::to_string(sequence_chunks));
+  if (!takes_fused_cross_entropy(logits, targets) || targets.size(1) == 0) {
+    const std::vector<at::Tensor> logit_chunks = logits.chunk(sequence_chunks, 1);
+    const std::vector<at::Tensor> target_chunks = targets.chunk(sequence_chunks, 1);
+    at::Tensor total = at::zeros({}, logits.options().dtype(at::kFloat));
+    for (std::size_t i = 0; i < logit_chunks.size(); ++i)
+      total = total + cross_entropy_sum(logit_chunks[i], target_chunks[i], ignore_index);
+    return total;
+  }
+  return fused_cross_entropy_sum(logits, targets, ignore_index, targets.size(1), sequence_chunks);
 }
 
 }  // namespace ft_kernels

@@ -68,19 +68,31 @@ inline float lane_total(float (&acc)[kLanes]) {
   return acc[0];
 }
 
+// Calls body(i, i % kLanes) for i in [0, n), in order. Whole blocks of kLanes come first as
+// fixed-length inner loops: the compiler vectorises those, while a loop indexing `acc[i % kLanes]`
+// directly stays scalar. Element i always lands in lane i % kLanes, so sums are bitwise the same.
+template <class Body>
+inline void for_each_in_lanes(std::int64_t n, Body&& body) {
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int lane = 0; lane < kLanes; ++lane) body(i + lane, lane);
+  for (int lane = 0; i < n; ++i, ++lane) body(i, lane);
+}
+
+// The largest of lanes that each hold a running std::max: the same value as one running max.
+inline float lane_max(float (&lanes)[kLanes]) {
+  float max = lanes[0];
+  for (int j = 1; j < kLanes; ++j) max = std::max(max, lanes[j]);
+  return max;
+}
+
 template <class T>
 float sum_of_squares(const T* x, std::int64_t n) {
   float acc[kLanes] = {};
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float v = load(x[i + j]);
-      acc[j] += v * v;
-    }
-  for (; i < n; ++i) {
+  for_each_in_lanes(n, [&](std::int64_t i, int lane) {
     const float v = load(x[i]);
-    acc[i % kLanes] += v * v;
-  }
+    acc[lane] += v * v;
+  });
   return lane_total(acc);
 }
 
@@ -104,12 +116,12 @@ void rms_norm_backward(const T* gy, const T* x, const T* scale, const float* rst
     T* gxr = gx + r * dim;
     const float inv = rstd[r];
     float acc[kLanes] = {};
-    for (std::int64_t i = 0; i < dim; ++i) {
+    for_each_in_lanes(dim, [&](std::int64_t i, int lane) {
       const float normed = load(xr[i]) * inv;
       const float g = load(gyr[i]);
-      acc[i % kLanes] += g * load(scale[i]) * normed;
+      acc[lane] += g * load(scale[i]) * normed;
       gscale_partial[i] += g * normed;
-    }
+    });
     const float mean_dot = lane_total(acc) / static_cast<float>(dim);
     for (std::int64_t i = 0; i < dim; ++i) {
       const float normed = load(xr[i]) * inv;
@@ -175,21 +187,29 @@ void masked_softmax_forward(const T* x, const std::uint8_t* allowed, const std::
     const std::uint8_t* ar = allowed ? allowed + r * cols : nullptr;
     // Columns past `end` are masked for a causal row; an explicit mask is read per column.
     const std::int64_t end = ar ? cols : std::min(cols, causal_limit[r] + 1);
-    float max = kNegInf;
-    for (std::int64_t j = 0; j < end; ++j) {
-      const float v = load(xr[j]) * scale;
-      e[j] = (ar && !ar[j]) ? kNegInf : v;
-      max = std::max(max, e[j]);
+    float maxima[kLanes];
+    std::fill(maxima, maxima + kLanes, kNegInf);
+    if (ar) {
+      for_each_in_lanes(end, [&](std::int64_t j, int lane) {
+        e[j] = ar[j] ? load(xr[j]) * scale : kNegInf;
+        maxima[lane] = std::max(maxima[lane], e[j]);
+      });
+    } else {
+      for_each_in_lanes(end, [&](std::int64_t j, int lane) {
+        e[j] = load(xr[j]) * scale;
+        maxima[lane] = std::max(maxima[lane], e[j]);
+      });
     }
+    const float max = lane_max(maxima);
     if (max == kNegInf) {
       for (std::int64_t j = 0; j < cols; ++j) pr[j] = store<T>(std::numeric_limits<float>::quiet_NaN());
       continue;
     }
     float acc[kLanes] = {};
-    for (std::int64_t j = 0; j < end; ++j) {
+    for_each_in_lanes(end, [&](std::int64_t j, int lane) {
       e[j] = exp_approx(e[j] - max);
-      acc[j % kLanes] += e[j];
-    }
+      acc[lane] += e[j];
+    });
     const float inv_sum = 1.0f / lane_total(acc);
     for (std::int64_t j = 0; j < end; ++j) pr[j] = store<T>(e[j] * inv_sum);
     for (std::int64_t j = end; j < cols; ++j) pr[j] = store<T>(0.0f);
@@ -203,7 +223,7 @@ void masked_softmax_backward(const T* gp, const T* p, T* gx, std::int64_t rows, 
     const T* pr = p + r * cols;
     T* out = gx + r * cols;
     float acc[kLanes] = {};
-    for (std::int64_t j = 0; j < cols; ++j) acc[j % kLanes] += load(gr[j]) * load(pr[j]);
+    for_each_in_lanes(cols, [&](std::int64_t j, int lane) { acc[lane] += load(gr[j]) * load(pr[j]); });
     const float dot = lane_total(acc);
     for (std::int64_t j = 0; j < cols; ++j) out[j] = store<T>(scale * load(pr[j]) * (load(gr[j]) - dot));
   }
@@ -211,11 +231,13 @@ void masked_softmax_backward(const T* gp, const T* p, T* gx, std::int64_t rows, 
 
 template <class T>
 float row_logsumexp(const T* xr, std::int64_t cols) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (std::int64_t j = 0; j < cols; ++j) max = std::max(max, load(xr[j]));
+  float maxima[kLanes];
+  std::fill(maxima, maxima + kLanes, -std::numeric_limits<float>::infinity());
+  for_each_in_lanes(cols, [&](std::int64_t j, int lane) { maxima[lane] = std::max(maxima[lane], load(xr[j])); });
+  const float max = lane_max(maxima);
   if (!std::isfinite(max)) return max;
   float acc[kLanes] = {};
-  for (std::int64_t j = 0; j < cols; ++j) acc[j % kLanes] += exp_approx(load(xr[j]) - max);
+  for_each_in_lanes(cols, [&](std::int64_t j, int lane) { acc[lane] += exp_approx(load(xr[j]) - max); });
   return max + std::log(lane_total(acc));
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <vector>
 
 namespace ft_llama {
 
@@ -59,8 +60,13 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
     return out;
   }
   const at::Tensor& weight = decoder_->output_weight();
+  // One matmul over every position, handed out as sequence-chunk views. Projecting chunk by chunk
+  // (torchtune's loop) holds the same logits at once, but its backward produced one [vocab, dim]
+  // weight gradient per chunk and summed them: num_output_chunks extra passes over the largest
+  // matrix, and matmuls of a chunk's few rows each.
+  const at::Tensor logits = at::linear(hidden, weight);
   const int chunks = std::max(1, request.num_output_chunks);
-  for (const at::Tensor& chunk : hidden.chunk(chunks, 1)) out.logits.push_back(at::linear(chunk, weight));
+  out.logits = chunks == 1 ? std::vector<at::Tensor>{logits} : logits.chunk(chunks, 1);
   return out;
 }
 

@@ -37,19 +37,25 @@ class FullCrossEntropy final : public ft::Loss {
   std::int64_t ignore_index_;
 };
 
-// torchtune.modules.loss.CEWithChunkedOutputLoss: the model emits the logits in chunks along
-// the sequence, each upcast to float32 only while its own loss is computed.
+// torchtune.modules.loss.CEWithChunkedOutputLoss: the loss of each chunk of the sequence summed
+// on its own, then the chunk sums. torchtune chunks to bound the float32 upcast of bfloat16
+// logits; the fused kernel reads them without one, so it takes the whole logits in one pass and
+// only adds up as the chunks would (chunked_cross_entropy_sum). The model is asked for one
+// logits tensor: projecting chunk by chunk costs a weight gradient per chunk in backward.
 class ChunkedCrossEntropy final : public ft::Loss {
  public:
   ChunkedCrossEntropy(int chunks, std::int64_t ignore_index) : chunks_(chunks), ignore_index_(ignore_index) {}
   std::int64_t ignore_index() const override { return ignore_index_; }
-  ft::OutputRequest output_request() const override { return {chunks_, false}; }
+  ft::OutputRequest output_request() const override { return {1, false}; }
   bool supports_vocab_parallel() const override { return true; }
   at::Tensor sum(const ft::ModelOutput& out, const at::Tensor& targets, ft::Model&) override {
-    std::vector<at::Tensor> target_chunks = targets.chunk(static_cast<std::int64_t>(out.logits.size()), 1);
+    const at::Tensor logits = out.logits.size() == 1 ? out.logits[0] : at::cat(out.logits, 1);
+    if (!out.vocab_shard) return ft_kernels::chunked_cross_entropy_sum(logits, targets, ignore_index_, chunks_);
+    const std::vector<at::Tensor> logit_chunks = logits.chunk(chunks_, 1);
+    const std::vector<at::Tensor> target_chunks = targets.chunk(chunks_, 1);
     at::Tensor total = at::zeros({}, targets.options().dtype(at::kFloat));
-    for (std::size_t i = 0; i < out.logits.size(); ++i)
-      total = total + cross_entropy_sum(out.logits[i], target_chunks[i], ignore_index_, out.vocab_shard);
+    for (std::size_t i = 0; i < logit_chunks.size(); ++i)
+      total = total + cross_entropy_sum(logit_chunks[i], target_chunks[i], ignore_index_, out.vocab_shard);
     return total;
   }
 

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -39,8 +40,7 @@ Inputs value_and_gradients(const Op& op, const Inputs& inputs, const at::Tensor&
   for (const auto& t : leaves)
     if (t.requires_grad()) wrt.push_back(t);
   Inputs result{out.detach()};
-  for (const auto& g : torch::autograd::grad({(out.to(at::kFloat) * upstream).sum()}, wrt))
-    result.push_back(g);
+  for (const auto& g : torch::autograd::grad({(out.to(at::kFloat) * upstream).sum()}, wrt)) result.push_back(g);
   return result;
 }
 
@@ -202,6 +202,26 @@ TEST(FusedCpuKernels, MaskedSoftmaxMatchesTheReferenceForCausalAndPackedMasks) {
   }
 }
 
+// The row kernels reduce in blocks of 16 columns and then a remainder; 9 columns exercise only
+// the remainder. 53 columns give causal rows that end before, at and past one and several whole
+// blocks, and a random mask (not a prefix) takes the per-column path over the same lengths.
+TEST(FusedCpuKernels, MaskedSoftmaxMatchesTheReferenceOnRowsOfSeveralBlocks) {
+  const std::int64_t s = 53;
+  const double scale = 1 / std::sqrt(8.0);
+  const Op fused = [scale](const Inputs& in) { return ft_kernels::masked_softmax(in[0], in[1], scale); };
+  const Op reference = [scale](const Inputs& in) { return reference_masked_softmax(in, scale); };
+  at::manual_seed(6);
+  const at::Tensor scores = at::randn({2, 2, 2, s, s}) * 4;
+  at::Tensor random_mask = at::rand({2, s, s}) < 0.7;
+  random_mask.select(-1, 0).fill_(true);  // no fully masked row: that case has its own test
+  for (const at::Tensor& mask : {at::ones({s, s}, at::kBool).tril(), random_mask}) {
+    const Inputs inputs{scores, mask};
+    const char* what = mask.dim() == 2 ? "causal softmax, 53 columns" : "random-mask softmax, 53 columns";
+    expect_close(fused, reference, inputs, 1, kFloat32Tolerance, what);
+    expect_repeatable(fused, inputs, 1, what);
+  }
+}
+
 TEST(FusedCpuKernels, MaskedSoftmaxOfAFullyMaskedRowIsNanAsTorchs) {
   at::Tensor mask = causal_mask();
   mask[3].fill_(false);
@@ -219,6 +239,50 @@ TEST(FusedCpuKernels, CrossEntropySumMatchesTheReference) {
   const at::Tensor loss = fused_cross_entropy(half);
   EXPECT_EQ(loss.scalar_type(), at::kFloat);
   EXPECT_LT(relative_difference(loss, reference_cross_entropy(half)), 1e-6);
+}
+
+// torchtune's CEWithChunkedOutputLoss: each sequence chunk's loss on its own, then their sum. The
+// one-pass kernel must give exactly (bitwise) what summing the per-chunk losses gives, for
+// chunk counts that divide the sequence, leave a short last chunk, and exceed it.
+TEST(FusedCpuKernels, ChunkedCrossEntropySumEqualsTheSumOfItsChunks) {
+  at::manual_seed(9);
+  const std::int64_t batch = 3, seq = 13, vocab = 70;
+  const at::Tensor logits = at::randn({batch, seq, vocab}) * 5;
+  at::Tensor targets = at::randint(0, vocab, {batch, seq}, at::kLong);
+  targets.select(1, 4).fill_(-100);
+  for (std::int64_t chunks : {1, 4, 5, 13, 20}) {
+    const std::string what = "chunked cross_entropy, " + std::to_string(chunks) + " chunks";
+    const Op chunked = [chunks](const Inputs& in) {
+      return ft_kernels::chunked_cross_entropy_sum(in[0], in[1], -100, chunks);
+    };
+    const Op chunk_by_chunk = [chunks](const Inputs& in) {
+      const std::vector<at::Tensor> l = in[0].chunk(chunks, 1), t = in[1].chunk(chunks, 1);
+      at::Tensor total = at::zeros({}, at::kFloat);
+      for (std::size_t i = 0; i < l.size(); ++i) total = total + ft_kernels::cross_entropy_sum(l[i], t[i], -100);
+      return total;
+    };
+    const Op reference = [](const Inputs& in) {
+      return reference_cross_entropy({in[0].reshape({-1, in[0].size(-1)}), in[1].reshape({-1})});
+    };
+    const Inputs inputs{logits, targets};
+    const at::Tensor upstream = at::full({}, 0.37);
+    const Inputs got = value_and_gradients(chunked, inputs, upstream, 1);
+    const Inputs want = value_and_gradients(chunk_by_chunk, inputs, upstream, 1);
+    EXPECT_TRUE(at::equal(got[0], want[0])) << what << ": " << got[0].item<float>() << " vs " << want[0].item<float>();
+    EXPECT_TRUE(at::equal(got[1], want[1])) << what << " gradient";
+    expect_close(chunked, reference, inputs, 1, kFloat32Tolerance, what.c_str());
+    expect_repeatable(chunked, inputs, 1, what.c_str());
+  }
+}
+
+TEST(FusedCpuKernels, ChunkedCrossEntropyNamesTheShapesItExpects) {
+  try {
+    ft_kernels::chunked_cross_entropy_sum(at::randn({6, 70}), at::zeros({6}, at::kLong), -100, 2);
+    FAIL() << "expected an error";
+  } catch (const ft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected logits [b, s, vocab] and targets [b, s]"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(FusedCpuKernels, CrossEntropyNamesAnOutOfRangeTarget) {

@@ -35,4 +35,12 @@ at::Tensor masked_softmax(const at::Tensor& scores, const at::Tensor& allowed, d
 // logits [n, vocab], targets [n] int64. Float32 scalar. The log-probabilities never exist.
 at::Tensor cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index);
 
+// The same loss over logits [b, s, vocab] and targets [b, s], added up as torchtune's
+// CEWithChunkedOutputLoss adds it: the `sequence_chunks` chunks of the sequence axis
+// (torch.chunk's split) each summed on its own into a float32 scalar, then those in order. One
+// pass over the whole logits, with no per-chunk copies, and the same float32 result as summing
+// cross_entropy_sum over the chunks.
+at::Tensor chunked_cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, std::int64_t ignore_index,
+                                     std::int64_t sequence_chunks);
+
 }  // namespace ft_kernels

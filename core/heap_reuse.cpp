@@ -1,0 +1,21 @@
+#include "heap_reuse.h"
+
+#include <climits>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace fthost {
+
+HeapReuse keep_freed_memory_for_reuse() {
+  HeapReuse result;
+#if defined(__GLIBC__)
+  // Both before the first large allocation is freed: glibc's dynamic thresholds stop adjusting
+  // once set. A block the heap cannot grow for (or a thread arena's) still falls back to mmap.
+  result.applied = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+#endif
+  return result;
+}
+
+}  // namespace fthost
