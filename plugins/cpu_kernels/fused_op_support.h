@@ -14,8 +14,9 @@
 
 namespace ft_kernels {
 
-// CPU float32 / bfloat16 tensors, all of one dtype.
+// CPU float32 / bfloat16 tensors, all of one dtype, unless FT_CPU_KERNELS=aten.
 inline bool takes_fused_path(const at::Tensor& a, const at::Tensor& b = at::Tensor()) {
+  if (!fused_kernels_enabled()) return false;
   const bool supported = a.device().is_cpu() && (a.scalar_type() == at::kFloat || a.scalar_type() == at::kBFloat16);
   return supported && (!b.defined() || (b.device().is_cpu() && b.scalar_type() == a.scalar_type()));
 }

@@ -1,7 +1,9 @@
 #include "llama_model.h"
 
 #include <ft/errors.h>
+#include <ft/log.h>
 #include <ft/text.h>
+#include <ft_kernels/row_kernels.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +23,23 @@ std::string hf_dtype_name(c10::ScalarType t) {
   }
 }
 
+// Which fused CPU kernels run (FT_CPU_KERNELS), said once per process; an unknown value of the
+// variable fails here, before any training.
+void log_cpu_kernels_once() {
+  static const bool logged = [] {
+    if (ft_kernels::fused_kernels_enabled())
+      ft::log::info("cpu kernels: fused, {} (FT_CPU_KERNELS)", ft_kernels::row_kernels().name);
+    else
+      ft::log::info("cpu kernels: LibTorch's reference operations, no fused kernel (FT_CPU_KERNELS=aten)");
+    return true;
+  }();
+  (void)logged;
+}
+
 }  // namespace
 
 LlamaFamilyModel::LlamaFamilyModel(const DecoderConfig& config, const ft::Model::Args& args) : dtype_(args.dtype) {
+  if (args.device.is_cpu()) log_cpu_kernels_once();
   decoder_ = TransformerDecoder(config);
   initialize_weights(*decoder_, args.seed);
   decoder_->to(args.device, args.dtype);
