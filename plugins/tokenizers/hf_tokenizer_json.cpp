@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
+
 #include "bpe_loaders.h"
 #include "tokenizer_factories.h"
 #include "utf8.h"
@@ -12,6 +15,18 @@
 namespace ft_tok {
 
 namespace {
+
+// A token id as JSON holds it: an integer in [0, 2^31). nlohmann's get<int> of a float or an
+// out-of-range integer is undefined behaviour, so anything else is refused here.
+// `where` names the entry, and is only called for an error message.
+template <class Where>
+TokenId token_id(const nlohmann::json& id, Where&& where) {
+  const bool fits = (id.is_number_unsigned() && id.get<std::uint64_t>() <= std::numeric_limits<TokenId>::max()) ||
+                    (id.is_number_integer() && !id.is_number_unsigned() && id.get<std::int64_t>() >= 0 &&
+                     id.get<std::int64_t>() <= std::numeric_limits<TokenId>::max());
+  if (!fits) throw ft::Error(where() + ": expected a token id, an integer from 0 to 2147483647; got " + id.dump());
+  return static_cast<TokenId>(id.get<std::int64_t>());
+}
 
 using nlohmann::json;
 
@@ -181,7 +196,8 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
     std::unordered_map<std::string, TokenId> vocab;
     vocab.reserve(model.at("vocab").size());
     for (const auto& [spelled, id] : model.at("vocab").items())
-      vocab.emplace(raw_token(alphabet, spelled, byte_level), id.get<TokenId>());
+      vocab.emplace(raw_token(alphabet, spelled, byte_level),
+                    token_id(id, [&] { return "model.vocab[\"" + spelled + "\"]"; }));
 
     std::vector<std::pair<std::string, std::string>> merges;
     const json& jm = model.value("merges", json::array());
@@ -220,7 +236,7 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
     for (const auto& t : j.value("added_tokens", json::array())) {
       AddedToken a;
       a.content = t.at("content").get<std::string>();
-      a.id = t.at("id").get<TokenId>();
+      a.id = token_id(t.at("id"), [&] { return "added_tokens: \"" + a.content + "\""; });
       a.special = t.value("special", false);
       a.lstrip = t.value("lstrip", false);
       a.rstrip = t.value("rstrip", false);
@@ -250,7 +266,7 @@ std::vector<AddedToken> load_added_tokens(const std::string& path) {
   for (const auto& t : j["added_tokens"]) {
     if (!t.contains("content") || !t.contains("id"))
       throw ft::Error(path + ": added token without content or id: " + t.dump());
-    out.push_back({t["content"].get<std::string>(), t["id"].get<TokenId>()});
+    out.push_back({t["content"].get<std::string>(), token_id(t["id"], [&] { return path + ": added_tokens"; })});
   }
   return out;
 }

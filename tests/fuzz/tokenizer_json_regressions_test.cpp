@@ -43,3 +43,32 @@ TEST(TokenizerJsonFuzzRegressions, MetaspaceWithOneCharacterReplacementEncodes) 
   EXPECT_EQ(tokenizer->encode("a a"), (std::vector<std::int64_t>{0, 1, 0}));
   std::remove(path.c_str());
 }
+
+// A token id of 2e75 (a float in JSON) was converted to int: undefined behaviour. Ids must be
+// integers in [0, 2^31); anything else is refused naming the entry.
+TEST(TokenizerJsonFuzzRegressions, TokenIdsOutsideTheIntegerRangeAreRefused) {
+  const std::string path = ::testing::TempDir() + "/regression-token-ids.json";
+  const auto load_with = [&](const std::string& vocab_id, const std::string& added_id) -> std::string {
+    std::ofstream(path) << R"({"added_tokens": [{"id": )" << added_id
+                        << R"(, "content": "<s>", "special": true}], "model": {"type": "BPE", "vocab": {"a": )"
+                        << vocab_id << R"(, "b": 1, "ab": 2}, "merges": ["a b"]}})";
+    try {
+      ft_tok::load_hf_tokenizer_json(path);
+      return "";
+    } catch (const ft::Error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(load_with("0", "3"), "");
+  EXPECT_EQ(load_with("0", "2147483647"), "");
+  for (const std::string bad : {"2.0777e75", "1.5", "-1", "2147483648", "\"3\""}) {
+    const std::string vocab_error = load_with(bad, "3");
+    EXPECT_NE(vocab_error.find("model.vocab[\"a\"]: expected a token id, an integer from 0 to 2147483647"),
+              std::string::npos)
+        << bad << ": " << vocab_error;
+    const std::string added_error = load_with("0", bad);
+    EXPECT_NE(added_error.find("added_tokens: \"<s>\": expected a token id"), std::string::npos)
+        << bad << ": " << added_error;
+  }
+  std::remove(path.c_str());
+}
