@@ -30,7 +30,7 @@ export OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1
 export FT_FIXTURES="${FT_FIXTURES:-$(pwd)/../shared/fixtures}"
 ctest_args=(--test-dir "$build_dir" --output-on-failure -j2)
 if [[ "$mode" == --sanitize ]]; then
-  excluded=$(grep -v '^#' tests/sanitizers/excluded_tests.txt | grep . | sed 's/[.]/[.]/g; s/.*/^&$/' | paste -sd'|' -)
+  excluded=$(grep -v '^#' tests/sanitizers/excluded_tests.txt | grep . | sed 's/[.]/[.]/g; s/.*/^&( |$)/' | paste -sd'|' -)
   [[ -n "$excluded" ]] && ctest_args+=(-E "$excluded")
 fi
 # LeakSanitizer's exit-time tracer sometimes crashes ("Tracer caught signal 11" in

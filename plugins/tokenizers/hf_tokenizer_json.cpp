@@ -16,15 +16,16 @@ namespace ft_tok {
 
 namespace {
 
-// A token id as JSON holds it: an integer in [0, 2^31). nlohmann's get<int> of a float or an
+// A token id as JSON holds it: an integer in [0, 2^31 - 1) (one more than the largest id must fit
+// the id type too). nlohmann's get<int> of a float or an
 // out-of-range integer is undefined behaviour, so anything else is refused here.
 // `where` names the entry, and is only called for an error message.
 template <class Where>
 TokenId token_id(const nlohmann::json& id, Where&& where) {
-  const bool fits = (id.is_number_unsigned() && id.get<std::uint64_t>() <= std::numeric_limits<TokenId>::max()) ||
+  const bool fits = (id.is_number_unsigned() && id.get<std::uint64_t>() < std::numeric_limits<TokenId>::max()) ||
                     (id.is_number_integer() && !id.is_number_unsigned() && id.get<std::int64_t>() >= 0 &&
-                     id.get<std::int64_t>() <= std::numeric_limits<TokenId>::max());
-  if (!fits) throw ft::Error(where() + ": expected a token id, an integer from 0 to 2147483647; got " + id.dump());
+                     id.get<std::int64_t>() < std::numeric_limits<TokenId>::max());
+  if (!fits) throw ft::Error(where() + ": expected a token id, an integer from 0 to 2147483646; got " + id.dump());
   return static_cast<TokenId>(id.get<std::int64_t>());
 }
 
@@ -195,9 +196,11 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path) {
     const ByteLevelAlphabet alphabet;
     std::unordered_map<std::string, TokenId> vocab;
     vocab.reserve(model.at("vocab").size());
-    for (const auto& [spelled, id] : model.at("vocab").items())
+    for (const auto& entry : model.at("vocab").items()) {
+      const std::string& spelled = entry.key();
       vocab.emplace(raw_token(alphabet, spelled, byte_level),
-                    token_id(id, [&] { return "model.vocab[\"" + spelled + "\"]"; }));
+                    token_id(entry.value(), [&] { return "model.vocab[\"" + spelled + "\"]"; }));
+    }
 
     std::vector<std::pair<std::string, std::string>> merges;
     const json& jm = model.value("merges", json::array());
