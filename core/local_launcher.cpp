@@ -11,8 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <thread>
 
 namespace fthost {
@@ -23,23 +27,42 @@ volatile sig_atomic_t forwarded_signal = 0;
 
 void remember_signal(int sig) { forwarded_signal = sig; }
 
-// A port the kernel considers free right now; the ranks' TCPStore binds it moments later.
-int free_loopback_port() {
+bool can_bind_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw ft::Error("launcher: socket(): " + ft::errno_text(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw ft::Error("launcher: cannot find a free port: " + ft::errno_text(errno));
-  }
-  const int port = ntohs(addr.sin_port);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
-  return port;
+  return free;
+}
+
+// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+int first_ephemeral_port() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (range >> low >> high && low > 1024 && low <= 65535) return low;
+  return 32768;
+}
+
+// The rendezvous port is free when checked and bound by rank 0 about a second later, after its
+// exec and LibTorch's load. A port from the ephemeral range could be handed in between to any
+// socket on the machine (every Gloo connection takes one), so the port is drawn below that
+// range, where the kernel never assigns one on its own; only a program naming the same port
+// could take it.
+int free_rendezvous_port() {
+  const int high = first_ephemeral_port();
+  const int low = std::max(1025, std::min(20000, high - 4096));
+  std::mt19937 draw(std::random_device{}());
+  std::uniform_int_distribution<int> port_in(low, high - 1);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int port = port_in(draw);
+    if (can_bind_loopback(port)) return port;
+  }
+  throw ft::Error("launcher: no free loopback port in " + std::to_string(low) + "-" + std::to_string(high - 1) +
+                  " after 64 tries; start the ranks with MASTER_PORT set instead");
 }
 
 std::string describe_status(int status) {
@@ -80,7 +103,7 @@ pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& 
 
 int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
   if (nproc < 1) throw ft::Error("--nproc-per-node: expected at least 1, got " + std::to_string(nproc));
-  const int port = free_loopback_port();
+  const int port = free_rendezvous_port();
   struct sigaction action {};
   action.sa_handler = remember_signal;
   sigemptyset(&action.sa_mask);
