@@ -33,36 +33,8 @@ if [[ "$mode" == --sanitize ]]; then
   excluded=$(grep -v '^#' tests/sanitizers/excluded_tests.txt | grep . | sed 's/[.]/[.]/g; s/.*/^&( |$)/' | paste -sd'|' -)
   [[ -n "$excluded" ]] && ctest_args+=(-E "$excluded")
 fi
-# LeakSanitizer's exit-time tracer sometimes crashes ("Tracer caught signal 11" in
-# ScanRangeForPointers) in a process that has loaded LibTorch with dlopen, before it has looked
-# for a leak (google/sanitizers#1353; about 1 process in 100 here). That is a fault of the
-# sanitizer runtime, not a finding: a test that failed only with it runs again, at most twice.
-# Any other failure stands.
-failed_only_by_lsan_tracer() {
-  local log="$build_dir/Testing/Temporary/LastTest.log"
-  local failed="$build_dir/Testing/Temporary/LastTestsFailed.log"
-  [[ -f "$log" && -f "$failed" ]] || return 1
-  local crashed
-  crashed=$(awk '
-    / Testing: / { name = substr($0, index($0, " Testing: ") + 10); crash = 0 }
-    /LeakSanitizer has encountered a fatal error/ { crash = 1 }
-    /^Test Failed/ && crash { print name }' "$log" | sort -u)
-  local name
-  while IFS= read -r name; do
-    grep -qxF "$name" <<<"$crashed" || return 1
-  done < <(cut -d: -f2- "$failed")
-  cut -d: -f2- "$failed"
-}
 start=$(date +%s)
 status=0
 ctest "${ctest_args[@]}" || status=$?
-for attempt in 1 2; do
-  ((status != 0)) && [[ "$mode" == --sanitize ]] || break
-  rerun=$(failed_only_by_lsan_tracer) || break
-  echo "test: these failed only because LeakSanitizer's tracer crashed at exit; running them again ($attempt of 2):"
-  sed 's/^/  /' <<<"$rerun"
-  status=0
-  ctest --test-dir "$build_dir" --output-on-failure --rerun-failed || status=$?
-done
 echo "test: $build_dir suite done in $(( $(date +%s) - start )) s"
 exit "$status"
