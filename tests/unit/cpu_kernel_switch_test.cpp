@@ -19,13 +19,8 @@ const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml"
 fttest::CommandResult run_with_kernels(const std::string& kernels, const std::string& output_dir) {
   const std::string cmd = "env FT_CPU_KERNELS=" + kernels + " " + FTHOST_BINARY + " --config " + kDemo +
                           " max_steps_per_epoch=4 epochs=1 output_dir=" + output_dir +
-                          " dataset.source=" + FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+                          " dataset.source=" + FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl";
+  return fttest::run_shell(cmd);
 }
 
 std::vector<double> logged_losses(const std::string& output) {

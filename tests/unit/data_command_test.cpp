@@ -31,12 +31,8 @@ struct Output {
 Output run_fthost_apart(const std::string& args) {
   const fttest::TempDir dir;
   const std::string cmd = std::string(FTHOST_BINARY) + " " + args + " 2>" + dir.file("stderr.txt");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, fttest::read_file(dir.file("stderr.txt"))};
+  const auto r = fttest::run_command_stdout(cmd);
+  return {r.exit_code, r.output, fttest::read_file(dir.file("stderr.txt"))};
 }
 
 // `fthost data` on the tiny Alpaca config, its files taken from the fixtures.

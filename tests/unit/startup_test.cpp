@@ -14,16 +14,6 @@ namespace {
 
 const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml";
 
-// Runs a shell command line; stdout and stderr together.
-fttest::CommandResult run_shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 // The libraries of LibTorch (libtorch.so, libtorch_cpu.so, libc10.so) and its OpenMP runtime.
 bool names_libtorch(const std::string& text) {
   return text.find("libtorch") != std::string::npos || text.find("libc10") != std::string::npos ||
@@ -31,7 +21,7 @@ bool names_libtorch(const std::string& text) {
 }
 
 TEST(Startup, ExecutableLinksNoLibTorch) {
-  const auto r = run_shell("readelf -d " + std::string(FTHOST_BINARY));
+  const auto r = fttest::run_shell("readelf -d " + std::string(FTHOST_BINARY));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> needed;
   std::istringstream lines(r.output);
@@ -57,8 +47,8 @@ struct LoaderLog {
 LoaderLog loaded_libraries(const std::string& args, const std::string& env = "") {
   fttest::TempDir dir;
   LoaderLog out;
-  out.result = run_shell("env " + env + " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + dir.file("ld") + " " +
-                         std::string(FTHOST_BINARY) + " " + args);
+  out.result = fttest::run_shell("env " + env + " LD_DEBUG=libs LD_DEBUG_OUTPUT=" + dir.file("ld") + " " +
+                                 std::string(FTHOST_BINARY) + " " + args);
   for (const auto& entry : boost::filesystem::directory_iterator(dir.str()))
     out.log += fttest::read_file(entry.path().string());
   return out;
@@ -102,8 +92,8 @@ TEST(Startup, TrainingSetsThePassiveOpenMPWaitPolicyWhenUnset) {
 
 TEST(Startup, TrainingKeepsAnOpenMPWaitPolicyTheUserSet) {
   const std::string dir = fttest::temp_dir();
-  const auto r = run_shell("env OMP_WAIT_POLICY=ACTIVE " + std::string(FTHOST_BINARY) + " " + kShortRun +
-                           " output_dir=" + dir + "/out");
+  const auto r = fttest::run_shell("env OMP_WAIT_POLICY=ACTIVE " + std::string(FTHOST_BINARY) + " " + kShortRun +
+                                   " output_dir=" + dir + "/out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(OMP_WAIT_POLICY=ACTIVE)"), std::string::npos) << r.output;
 }

@@ -90,16 +90,22 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the fthost binary with `args` (shell syntax) and waits for it.
-inline CommandResult run_fthost(const std::string& args) {
-  const std::string cmd = std::string(FTHOST_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
+// Runs a shell command line and waits for it; `output` is its stdout (the command line redirects
+// stderr where it wants it).
+inline CommandResult run_command_stdout(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
   while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+// Runs a shell command line; stdout and stderr together.
+inline CommandResult run_shell(const std::string& command) { return run_command_stdout(command + " 2>&1"); }
+
+// Runs the fthost binary with `args` (shell syntax) and waits for it.
+inline CommandResult run_fthost(const std::string& args) { return run_shell(std::string(FTHOST_BINARY) + " " + args); }
 
 // A fresh empty directory for one test.
 inline std::string temp_dir() { return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string(); }
