@@ -46,13 +46,18 @@ const ft::Schema& recipe_schema() {
                   "write checkpoints in a background thread once their tensors are copied")
         .optional("compile", ValueType::Bool, "false",
                   "torch.compile: LibTorch runs eagerly, so true warns and trains as torchtune's eager run")
-        .optional("fsdp_cpu_offload", ValueType::Bool, "false",
-                  "FSDP on an accelerator: shards, gradients, optimizer step in CPU memory (no effect on CPU)")
-        .optional("fsdp_reshard_after_forward", ValueType::Bool, "true", "FSDP: free gathered parameters after forward")
+        .optional("fsdp_cpu_offload", ValueType::Bool, "",
+                  "FSDP on an accelerator: shards, gradients, optimizer step in CPU memory (no effect on CPU); "
+                  "unset: false. Moved into [parallelism] as cpu_offload")
+        .optional("fsdp_reshard_after_forward", ValueType::Bool, "",
+                  "FSDP: free gathered parameters after forward; unset: true. Moved into [parallelism] as "
+                  "reshard_after_forward")
         .optional("custom_sharded_layers", ValueType::List, "",
                   "FSDP: modules sharded as units of their own (tok_embeddings, output)")
-        .optional("data_parallel_shard_dim", ValueType::Int, "-1", "ranks a parameter is sharded over (-1: all)")
-        .optional("data_parallel_replicate_dim", ValueType::Int, "1", "replica groups (HSDP)")
+        .optional("data_parallel_shard_dim", ValueType::Int, "",
+                  "ranks a parameter is sharded over (-1, or unset: all); moved into [parallelism]")
+        .optional("data_parallel_replicate_dim", ValueType::Int, "",
+                  "replica groups (HSDP; unset: 1); moved into [parallelism]")
         .optional("tensor_parallel_dim", ValueType::Int, "1",
                   "ranks per tensor-parallel group (1: none); > 1 needs [tensor_parallel_plan]")
         .optional("distributed_timeout_s", ValueType::Float, "300",

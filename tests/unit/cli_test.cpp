@@ -123,6 +123,9 @@ TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
   const std::string text = fttest::read_file(dir + "/config.effective.toml");
   EXPECT_NE(text.find("max_steps_per_epoch = 20"), std::string::npos) << text;
   EXPECT_NE(text.find("log_dir = '" + dir + "/logs'"), std::string::npos) << text;  // interpolated
+  // The effective config is a config: it loads again as it is.
+  const auto again = run("validate --config " + dir + "/config.effective.toml");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
   std::vector<double> losses;
   for (auto& e : boost::filesystem::directory_iterator(dir + "/logs")) {
     std::ifstream in(e.path().string());
