@@ -9,7 +9,8 @@ model below (Debian's python3-torch: the same LibTorch and OpenBLAS underneath),
 so both see the same machine state. --fthost-baseline adds a third side, another fthost build
 (an earlier commit's build/bin/fthost), to the same alternation: A B C A B C. Printed per model: tokens/s medians (trained tokens, the
 first steps dropped as warm-up), MFU = 6 N FLOPs per token / the fp32 GEMM peak measured in this
-invocation, peak RSS, and the ratio fthost / PyTorch.
+invocation, peak RSS, and the ratio fthost / PyTorch: of the two medians, and the median of the
+per-pair ratios (each pair ran back to back, so its ratio is the one the machine's drift disturbs least).
 
 N counts the parameters every token's forward multiplies through: all but the input embedding of
 an untied model (a lookup, no FLOPs); a tied model's embedding is the output projection and counts.
@@ -262,6 +263,12 @@ def main() -> None:
         ratio = statistics.median(r["tokens_per_s"] for r in ours) / statistics.median(
             r["tokens_per_s"] for r in theirs)
         print(f"{model:>5} ratio fthost / PyTorch: {ratio:.2f}  ({params / 1e6:.1f}M parameters, batch {batch} x {seq})",
+              flush=True)
+        # The two sides of a pair ran back to back, so their ratio cancels the machine's drift
+        # between pairs, which the ratio of the two medians above keeps.
+        pair_ratios = [o["tokens_per_s"] / t["tokens_per_s"] for o, t in zip(ours, theirs)]
+        print(f"{model:>5} ratio fthost / PyTorch, median of the {len(pair_ratios)} pairs: "
+              f"{statistics.median(pair_ratios):.2f}  (pairs: {', '.join(f'{r:.2f}' for r in pair_ratios)})",
               flush=True)
         if baseline:
             base_ratio = statistics.median(r["tokens_per_s"] for r in baseline) / statistics.median(
