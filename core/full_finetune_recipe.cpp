@@ -317,10 +317,18 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   check_tokens(step.tokens, global_step_ + 1);
   step.loss = totals[1].item<double>() / static_cast<double>(step.tokens);
   if (!in_backward) {
-    // Gradients arrive summed over ranks, so one division normalises them.
-    parallelism_->scale_gradients(1.0 / static_cast<double>(step.tokens));
-    if (s_.clip_grad_norm) step.grad_norm = parallelism_->clip_grad_norm(*s_.clip_grad_norm);
-    optimizer_->step();
+    // Gradients arrive summed over ranks, so one division normalises them. Clipping needs the
+    // normalised gradients themselves; otherwise an optimizer that can folds the division into
+    // its step, one pass over the gradients fewer.
+    const double normalisation = 1.0 / static_cast<double>(step.tokens);
+    if (s_.clip_grad_norm) {
+      parallelism_->scale_gradients(normalisation);
+      step.grad_norm = parallelism_->clip_grad_norm(*s_.clip_grad_norm);
+      optimizer_->step();
+    } else if (!optimizer_->step_with_gradient_scale(normalisation)) {
+      parallelism_->scale_gradients(normalisation);
+      optimizer_->step();
+    }
     optimizer_->zero_grad(true);
   }
   if (scheduler_) scheduler_->step();

@@ -7,7 +7,7 @@ namespace ftoptim {
 
 void adam_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg,
                  const at::Tensor& exp_avg_sq, const at::Tensor& max_exp_avg_sq, std::int64_t step,
-                 const AdamHyperparameters& h) {
+                 const AdamHyperparameters& h, double gradient_scale) {
   if (!param.is_contiguous()) throw ft::Error("optimizer: a parameter is not contiguous");
   require_like(param, grad, "gradient");
   require_like(param, exp_avg, "exp_avg state");
@@ -23,9 +23,9 @@ void adam_update(const at::Tensor& param, const at::Tensor& grad, const at::Tens
     const bool avx2 = update_kernels_use_avx2();
     at::parallel_for(0, param.numel(), kGrainSize, [&](std::int64_t begin, std::int64_t end) {
       if (avx2)
-        avx2::adam_range(p, g, m, v, vmax, begin, end, step, h);
+        avx2::adam_range(p, g, m, v, vmax, begin, end, step, h, gradient_scale);
       else
-        baseline::adam_range(p, g, m, v, vmax, begin, end, step, h);
+        baseline::adam_range(p, g, m, v, vmax, begin, end, step, h, gradient_scale);
     });
   });
 }

@@ -6,7 +6,7 @@
 namespace ftoptim {
 
 void sgd_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& momentum_buffer, bool first_step,
-                const SgdHyperparameters& h) {
+                const SgdHyperparameters& h, double gradient_scale) {
   if (!param.is_contiguous()) throw ft::Error("optimizer: a parameter is not contiguous");
   require_like(param, grad, "gradient");
   const bool with_momentum = h.momentum != 0;
@@ -19,9 +19,9 @@ void sgd_update(const at::Tensor& param, const at::Tensor& grad, const at::Tenso
     const bool avx2 = update_kernels_use_avx2();
     at::parallel_for(0, param.numel(), kGrainSize, [&](std::int64_t begin, std::int64_t end) {
       if (avx2)
-        avx2::sgd_range(p, g, buf, first_step, begin, end, h);
+        avx2::sgd_range(p, g, buf, first_step, begin, end, h, gradient_scale);
       else
-        baseline::sgd_range(p, g, buf, first_step, begin, end, h);
+        baseline::sgd_range(p, g, buf, first_step, begin, end, h, gradient_scale);
     });
   });
 }

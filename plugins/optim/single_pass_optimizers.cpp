@@ -15,6 +15,7 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,6 +95,15 @@ class SinglePassOptimizer : public ft::Optimizer {
       : params_(std::move(params)), state_(params_.size()), hyper_(hyper) {}
 
   double lr() const override { return hyper_.lr; }
+
+  // LibTorch rounds the factor of an in-place bfloat16 multiply to bfloat16 in some versions and
+  // not in others, so only float32 and float64 gradients are scaled inside the step, where the
+  // result is the same in every version.
+  bool folds_gradient_scale() const {
+    return std::all_of(params_.begin(), params_.end(), [](const at::Tensor& p) {
+      return p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble;
+    });
+  }
   void set_lr(double lr) override { hyper_.lr = lr; }
 
   void zero_grad(bool set_to_none) override {
@@ -149,7 +159,15 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamH
  public:
   using SinglePassOptimizer::SinglePassOptimizer;
 
-  void step() override {
+  void step() override { step_scaled(1.0); }
+  bool step_with_gradient_scale(double gradient_scale) override {
+    if (!folds_gradient_scale()) return false;
+    step_scaled(gradient_scale);
+    return true;
+  }
+
+ private:
+  void step_scaled(double gradient_scale) {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();
@@ -167,7 +185,7 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamH
                         "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
       st.step += 1;
       ftoptim::adam_update(p, grad.is_contiguous() ? grad : grad.contiguous(), st.exp_avg, st.exp_avg_sq,
-                           st.max_exp_avg_sq, st.step, hyper_);
+                           st.max_exp_avg_sq, st.step, hyper_, gradient_scale);
     }
   }
 };
@@ -176,7 +194,15 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
  public:
   using SinglePassOptimizer::SinglePassOptimizer;
 
-  void step() override {
+  void step() override { step_scaled(1.0); }
+  bool step_with_gradient_scale(double gradient_scale) override {
+    if (!folds_gradient_scale()) return false;
+    step_scaled(gradient_scale);
+    return true;
+  }
+
+ private:
+  void step_scaled(double gradient_scale) {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();
@@ -187,7 +213,7 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
         first_step = true;
       }
       ftoptim::sgd_update(p, grad.is_contiguous() ? grad : grad.contiguous(),
-                          state_[i] ? state_[i]->momentum_buffer : at::Tensor(), first_step, hyper_);
+                          state_[i] ? state_[i]->momentum_buffer : at::Tensor(), first_step, hyper_, gradient_scale);
     }
   }
 };

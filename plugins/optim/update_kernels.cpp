@@ -16,10 +16,17 @@ namespace ftoptim {
 namespace FT_OPTIM_ISA {
 namespace {
 
+// The gradient times the recipe's scale, rounded to the stored type as LibTorch's in-place
+// multiply of the gradient would round it: the same value as scaling first, then stepping.
+template <class Stored>
+inline ComputeType<Stored> scaled_gradient(Stored g, ComputeType<Stored> scale) {
+  return static_cast<ComputeType<Stored>>(static_cast<Stored>(static_cast<ComputeType<Stored>>(g) * scale));
+}
+
 template <class Stored, bool Decoupled, bool Coupled, bool Amsgrad>
 void adam_loop(Stored* __restrict p, const Stored* __restrict g, Stored* __restrict m, Stored* __restrict v,
                Stored* __restrict vmax, std::int64_t begin, std::int64_t end, std::int64_t step,
-               const AdamHyperparameters& h) {
+               const AdamHyperparameters& h, double gradient_scale) {
   using C = ComputeType<Stored>;
   const C beta1 = static_cast<C>(h.beta1), beta2 = static_cast<C>(h.beta2);
   const C one_minus_beta1 = static_cast<C>(1 - h.beta1), one_minus_beta2 = static_cast<C>(1 - h.beta2);
@@ -30,9 +37,10 @@ void adam_loop(Stored* __restrict p, const Stored* __restrict g, Stored* __restr
   const C inv_bias_correction2_sqrt = static_cast<C>(1 / std::sqrt(bias_correction2));
   const C decay = static_cast<C>(1 - h.lr * h.weight_decay);
   const C l2 = static_cast<C>(h.weight_decay);
+  const C scale = static_cast<C>(gradient_scale);
   for (std::int64_t i = begin; i < end; ++i) {
     C param = static_cast<C>(p[i]);
-    C grad = static_cast<C>(g[i]);
+    C grad = scaled_gradient<Stored>(g[i], scale);
     if constexpr (Decoupled) param *= decay;
     if constexpr (Coupled) grad += l2 * param;
     const C exp_avg = beta1 * static_cast<C>(m[i]) + one_minus_beta1 * grad;
@@ -51,17 +59,17 @@ void adam_loop(Stored* __restrict p, const Stored* __restrict g, Stored* __restr
 
 template <class Stored>
 void adam_dispatch(Stored* p, const Stored* g, Stored* m, Stored* v, Stored* vmax, std::int64_t begin, std::int64_t end,
-                   std::int64_t step, const AdamHyperparameters& h) {
+                   std::int64_t step, const AdamHyperparameters& h, double gradient_scale) {
   const bool decoupled = h.decoupled_weight_decay && h.weight_decay != 0;
   const bool coupled = !h.decoupled_weight_decay && h.weight_decay != 0;
   const bool amsgrad = vmax != nullptr;
   auto run = [&](auto decoupled_c, auto coupled_c) {
     if (amsgrad)
       adam_loop<Stored, decltype(decoupled_c)::value, decltype(coupled_c)::value, true>(p, g, m, v, vmax, begin, end,
-                                                                                        step, h);
+                                                                                        step, h, gradient_scale);
     else
       adam_loop<Stored, decltype(decoupled_c)::value, decltype(coupled_c)::value, false>(p, g, m, v, vmax, begin, end,
-                                                                                         step, h);
+                                                                                         step, h, gradient_scale);
   };
   if (decoupled)
     run(std::true_type{}, std::false_type{});
@@ -73,13 +81,14 @@ void adam_dispatch(Stored* p, const Stored* g, Stored* m, Stored* v, Stored* vma
 
 template <class Stored, bool WeightDecay, bool Momentum, bool Nesterov>
 void sgd_loop(Stored* __restrict p, const Stored* __restrict g, Stored* __restrict buf, bool first_step,
-              std::int64_t begin, std::int64_t end, const SgdHyperparameters& h) {
+              std::int64_t begin, std::int64_t end, const SgdHyperparameters& h, double gradient_scale) {
   using C = ComputeType<Stored>;
+  const C scale = static_cast<C>(gradient_scale);
   const C lr = static_cast<C>(h.lr), momentum = static_cast<C>(h.momentum);
   const C one_minus_dampening = static_cast<C>(1 - h.dampening), l2 = static_cast<C>(h.weight_decay);
   for (std::int64_t i = begin; i < end; ++i) {
     const C param = static_cast<C>(p[i]);
-    C direction = static_cast<C>(g[i]);
+    C direction = scaled_gradient<Stored>(g[i], scale);
     if constexpr (WeightDecay) direction += l2 * param;
     if constexpr (Momentum) {
       const C velocity = first_step ? direction : momentum * static_cast<C>(buf[i]) + one_minus_dampening * direction;
@@ -95,15 +104,15 @@ void sgd_loop(Stored* __restrict p, const Stored* __restrict g, Stored* __restri
 
 template <class Stored>
 void sgd_dispatch(Stored* p, const Stored* g, Stored* buf, bool first_step, std::int64_t begin, std::int64_t end,
-                  const SgdHyperparameters& h) {
+                  const SgdHyperparameters& h, double gradient_scale) {
   auto run = [&](auto weight_decay_c) {
     constexpr bool wd = decltype(weight_decay_c)::value;
     if (!buf)
-      sgd_loop<Stored, wd, false, false>(p, g, buf, first_step, begin, end, h);
+      sgd_loop<Stored, wd, false, false>(p, g, buf, first_step, begin, end, h, gradient_scale);
     else if (h.nesterov)
-      sgd_loop<Stored, wd, true, true>(p, g, buf, first_step, begin, end, h);
+      sgd_loop<Stored, wd, true, true>(p, g, buf, first_step, begin, end, h, gradient_scale);
     else
-      sgd_loop<Stored, wd, true, false>(p, g, buf, first_step, begin, end, h);
+      sgd_loop<Stored, wd, true, false>(p, g, buf, first_step, begin, end, h, gradient_scale);
   };
   if (h.weight_decay != 0)
     run(std::true_type{});
@@ -115,12 +124,12 @@ void sgd_dispatch(Stored* p, const Stored* g, Stored* buf, bool first_step, std:
 
 #define FT_OPTIM_DEFINE_UPDATE_KERNELS(Stored)                                                                   \
   void adam_range(Stored* p, const Stored* g, Stored* m, Stored* v, Stored* vmax, std::int64_t begin,            \
-                  std::int64_t end, std::int64_t step, const AdamHyperparameters& h) {                           \
-    adam_dispatch(p, g, m, v, vmax, begin, end, step, h);                                                        \
+                  std::int64_t end, std::int64_t step, const AdamHyperparameters& h, double gradient_scale) {    \
+    adam_dispatch(p, g, m, v, vmax, begin, end, step, h, gradient_scale);                                        \
   }                                                                                                              \
   void sgd_range(Stored* p, const Stored* g, Stored* buf, bool first_step, std::int64_t begin, std::int64_t end, \
-                 const SgdHyperparameters& h) {                                                                  \
-    sgd_dispatch(p, g, buf, first_step, begin, end, h);                                                          \
+                 const SgdHyperparameters& h, double gradient_scale) {                                           \
+    sgd_dispatch(p, g, buf, first_step, begin, end, h, gradient_scale);                                          \
   }
 
 FT_OPTIM_DEFINE_UPDATE_KERNELS(float)

@@ -16,17 +16,18 @@ namespace ftoptim {
 #define FT_OPTIM_DECLARE_UPDATE_KERNELS(isa)                                                                         \
   namespace isa {                                                                                                    \
   void adam_range(float* p, const float* g, float* m, float* v, float* vmax, std::int64_t begin, std::int64_t end,   \
-                  std::int64_t step, const AdamHyperparameters& h);                                                  \
+                  std::int64_t step, const AdamHyperparameters& h, double gradient_scale);                           \
   void adam_range(double* p, const double* g, double* m, double* v, double* vmax, std::int64_t begin,                \
-                  std::int64_t end, std::int64_t step, const AdamHyperparameters& h);                                \
+                  std::int64_t end, std::int64_t step, const AdamHyperparameters& h, double gradient_scale);         \
   void adam_range(c10::BFloat16* p, const c10::BFloat16* g, c10::BFloat16* m, c10::BFloat16* v, c10::BFloat16* vmax, \
-                  std::int64_t begin, std::int64_t end, std::int64_t step, const AdamHyperparameters& h);            \
+                  std::int64_t begin, std::int64_t end, std::int64_t step, const AdamHyperparameters& h,             \
+                  double gradient_scale);                                                                            \
   void sgd_range(float* p, const float* g, float* buf, bool first_step, std::int64_t begin, std::int64_t end,        \
-                 const SgdHyperparameters& h);                                                                       \
+                 const SgdHyperparameters& h, double gradient_scale);                                                \
   void sgd_range(double* p, const double* g, double* buf, bool first_step, std::int64_t begin, std::int64_t end,     \
-                 const SgdHyperparameters& h);                                                                       \
+                 const SgdHyperparameters& h, double gradient_scale);                                                \
   void sgd_range(c10::BFloat16* p, const c10::BFloat16* g, c10::BFloat16* buf, bool first_step, std::int64_t begin,  \
-                 std::int64_t end, const SgdHyperparameters& h);                                                     \
+                 std::int64_t end, const SgdHyperparameters& h, double gradient_scale);                              \
   }
 
 FT_OPTIM_DECLARE_UPDATE_KERNELS(baseline)

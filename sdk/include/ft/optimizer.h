@@ -20,6 +20,15 @@ class Optimizer {
 
   virtual ~Optimizer() = default;
   virtual void step() = 0;
+  // step() on every gradient times `gradient_scale` (the recipe's 1 / tokens), with the same
+  // result, bit for bit, as multiplying the gradients in place first and then calling step().
+  // An optimizer that reads each gradient once anyway folds the product into that read, which
+  // saves the recipe a pass over every gradient, and returns true. The default returns false
+  // and does nothing: the recipe then scales the gradients itself and calls step().
+  virtual bool step_with_gradient_scale(double gradient_scale) {
+    (void)gradient_scale;
+    return false;
+  }
   virtual void zero_grad(bool set_to_none = true) = 0;
   // Learning rate of the first parameter group, and a setter for all groups (schedulers use it).
   virtual double lr() const = 0;

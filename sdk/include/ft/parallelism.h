@@ -55,7 +55,8 @@ class Parallelism {
 
   // Sum over the data-parallel ranks (token counts, the running loss).
   virtual void all_reduce_sum(at::Tensor& tensor) = 0;
-  // grad *= factor on the optimizer's tensors.
+  // grad *= factor on the optimizer's tensors, nothing else (without clipping the recipe skips
+  // it for an optimizer that folds the factor into its step: Optimizer::step_with_gradient_scale).
   virtual void scale_gradients(double factor) = 0;
   // The total L2 norm of the whole model's gradient, clipped to `max_norm` when finite.
   virtual double clip_grad_norm(double max_norm) = 0;

@@ -196,4 +196,38 @@ TEST_F(Optimizers, Bfloat16StepsStayWithinBfloat16ResolutionOfFloat32) {
   }
 }
 
+// Folding the recipe's 1 / tokens into the step must change nothing: the same bits as scaling
+// the gradients in place first. bfloat16 parameters are not folded (LibTorch versions round the
+// factor differently): the optimizer says so and leaves the step to the recipe.
+TEST_F(Optimizers, StepWithGradientScaleEqualsScalingTheGradientsFirst) {
+  const double scale = 1.0 / 37.0;
+  for (const auto& c : reference_cases()) {
+    for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+      auto folded = random_params(dtype), scaled_first = random_params(dtype);
+      auto opt_folded =
+          registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {folded});
+      auto opt_scaled_first =
+          registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {scaled_first});
+      for (int step = 0; step < 3; ++step) {
+        set_random_grads(folded, step);
+        set_random_grads(scaled_first, step);
+        for (auto& p : scaled_first) p.mutable_grad().mul_(scale);
+        EXPECT_TRUE(opt_folded->step_with_gradient_scale(scale)) << c.keys;
+        opt_scaled_first->step();
+      }
+      for (std::size_t i = 0; i < folded.size(); ++i) {
+        EXPECT_TRUE(torch::equal(folded[i], scaled_first[i])) << c.keys << " " << dtype << " parameter " << i;
+        // Folding leaves the stored gradient unscaled.
+        EXPECT_FALSE(torch::equal(folded[i].grad(), scaled_first[i].grad())) << c.keys;
+      }
+    }
+    auto half = random_params(torch::kBFloat16);
+    const auto before = half[0].clone();
+    auto opt_half = registry().instantiate<ft::Optimizer>(root("[optimizer]\n" + c.keys).table("optimizer"), {half});
+    set_random_grads(half, 0);
+    EXPECT_FALSE(opt_half->step_with_gradient_scale(scale)) << c.keys;
+    EXPECT_TRUE(torch::equal(half[0], before)) << c.keys;
+  }
+}
+
 }  // namespace

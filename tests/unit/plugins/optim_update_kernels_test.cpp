@@ -29,6 +29,9 @@ at::Tensor random_values(at::ScalarType dtype, std::int64_t n, std::uint64_t see
   return t.to(dtype);
 }
 
+// The recipe's 1 / tokens, folded into the step.
+constexpr double kScale = 1.0 / 37.0;
+
 bool same_bits(const at::Tensor& a, const at::Tensor& b) {
   return a.numel() == b.numel() && std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
 }
@@ -68,15 +71,12 @@ void expect_adam_copies_agree(at::ScalarType dtype) {
         at::Tensor p = random_values(dtype, n, 2, 1.0, false), m = random_values(dtype, n, 3, 1e-3, false);
         at::Tensor v = random_values(dtype, n, 4, 1e-5, true), vmax = random_values(dtype, n, 5, 1e-5, true);
         Stored* vmax_ptr = setting.h.amsgrad ? vmax.data_ptr<Stored>() : nullptr;
-        auto run =
-            copy == 0
-                ? static_cast<void (*)(Stored*, const Stored*, Stored*, Stored*, Stored*, std::int64_t, std::int64_t,
-                                       std::int64_t, const ftoptim::AdamHyperparameters&)>(
-                      ftoptim::baseline::adam_range)
-                : static_cast<void (*)(Stored*, const Stored*, Stored*, Stored*, Stored*, std::int64_t, std::int64_t,
-                                       std::int64_t, const ftoptim::AdamHyperparameters&)>(ftoptim::avx2::adam_range);
-        run(p.data_ptr<Stored>(), g.data_ptr<Stored>(), m.data_ptr<Stored>(), v.data_ptr<Stored>(), vmax_ptr, 0, n,
-            step, setting.h);
+        if (copy == 0)
+          ftoptim::baseline::adam_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), m.data_ptr<Stored>(),
+                                        v.data_ptr<Stored>(), vmax_ptr, 0, n, step, setting.h, kScale);
+        else
+          ftoptim::avx2::adam_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), m.data_ptr<Stored>(),
+                                    v.data_ptr<Stored>(), vmax_ptr, 0, n, step, setting.h, kScale);
         results.insert(results.end(), {p, m, v, vmax});
       }
       // The update moved the parameters: a copy that did nothing would not compare equal to it.
@@ -118,9 +118,10 @@ void expect_sgd_copies_agree(at::ScalarType dtype) {
         at::Tensor p = random_values(dtype, n, 2, 1.0, false), buf = random_values(dtype, n, 3, 1e-2, false);
         Stored* buf_ptr = s.momentum != 0 ? buf.data_ptr<Stored>() : nullptr;
         if (copy == 0)
-          ftoptim::baseline::sgd_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), buf_ptr, first_step, 0, n, h);
+          ftoptim::baseline::sgd_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), buf_ptr, first_step, 0, n, h,
+                                       kScale);
         else
-          ftoptim::avx2::sgd_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), buf_ptr, first_step, 0, n, h);
+          ftoptim::avx2::sgd_range(p.data_ptr<Stored>(), g.data_ptr<Stored>(), buf_ptr, first_step, 0, n, h, kScale);
         results.insert(results.end(), {p, buf});
       }
       EXPECT_FALSE(same_bits(results[0], random_values(dtype, n, 2, 1.0, false)));
