@@ -47,10 +47,9 @@ class ChatMlTokenizer final : public ModelTokenizer {
     return out;
   }
 
-  std::vector<std::int64_t> stop_tokens() const override {
-    if (format_.stop_at_endoftext) return {ids_.eos, ids_.pad};
-    return {ids_.eos};
-  }
+  // A chat turn ends with <|im_end|>, a base model's document with <|endoftext|>: torchtune's
+  // Qwen 2 and Qwen 2.5 tokenizers stop at both.
+  std::vector<std::int64_t> stop_tokens() const override { return {ids_.eos, ids_.pad}; }
 
  private:
   static void append(std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {

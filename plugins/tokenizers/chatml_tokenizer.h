@@ -25,9 +25,6 @@ enum class ChatMlTools {
 
 struct ChatMlFormat {
   ChatMlTools tools = ChatMlTools::Bare;
-  // Whether generation also stops at <|endoftext|> (the pad token), with which base models end a
-  // document, besides <|im_end|>.
-  bool stop_at_endoftext = false;
 };
 
 // A ChatML tokenizer over `codec`, whose vocabulary must hold <|im_start|>, <|im_end|> and

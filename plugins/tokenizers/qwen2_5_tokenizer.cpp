@@ -31,7 +31,6 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, c
       load_qwen_codec(path, merges_file, special_tokens ? std::move(*special_tokens) : qwen2_5_special_tokens());
   ChatMlFormat format;
   format.tools = ChatMlTools::Tagged;
-  format.stop_at_endoftext = true;  // a chat turn ends with <|im_end|>, a base model's document with <|endoftext|>
   return make_chatml_tokenizer(std::move(codec), max_seq_len, truncation, format);
 }
 

@@ -22,7 +22,6 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, con
   auto codec = load_qwen_codec(path, merges_file, special_tokens ? std::move(*special_tokens) : qwen2_special_tokens());
   ChatMlFormat format;
   format.tools = ChatMlTools::Bare;
-  format.stop_at_endoftext = false;
   return make_chatml_tokenizer(std::move(codec), max_seq_len, truncation, format);
 }
 

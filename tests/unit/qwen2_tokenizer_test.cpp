@@ -172,7 +172,9 @@ TEST(Qwen2Tokenizer, ToolUseIsTaggedOnlyByQwen2_5) {
             "4ok<|im_start|>assistant\nIt is 4.<|im_end|>");
 
   const std::int64_t endoftext = added_token_id("<|endoftext|>"), im_end = added_token_id("<|im_end|>");
+  // torchtune's Qwen2Tokenizer: stop_tokens = [eos_id, im_end_id], for Qwen 2 and Qwen 2.5 alike.
   EXPECT_EQ(qwen2_5->stop_tokens(), (std::vector<std::int64_t>{im_end, endoftext}));
+  EXPECT_EQ(qwen2->stop_tokens(), (std::vector<std::int64_t>{im_end, endoftext}));
 }
 
 }  // namespace
