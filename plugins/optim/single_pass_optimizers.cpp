@@ -96,14 +96,6 @@ class SinglePassOptimizer : public ft::Optimizer {
 
   double lr() const override { return hyper_.lr; }
 
-  // LibTorch rounds the factor of an in-place bfloat16 multiply to bfloat16 in some versions and
-  // not in others, so only float32 and float64 gradients are scaled inside the step, where the
-  // result is the same in every version.
-  bool folds_gradient_scale() const {
-    return std::all_of(params_.begin(), params_.end(), [](const at::Tensor& p) {
-      return p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble;
-    });
-  }
   void set_lr(double lr) override { hyper_.lr = lr; }
 
   void zero_grad(bool set_to_none) override {
@@ -149,6 +141,15 @@ class SinglePassOptimizer : public ft::Optimizer {
 
  protected:
   static std::string prefix(std::size_t index) { return "state." + std::to_string(index) + "."; }
+
+  // LibTorch rounds the factor of an in-place bfloat16 multiply to bfloat16 in some versions and
+  // not in others, so only float32 and float64 gradients are scaled inside the step, where the
+  // result is the same in every version.
+  bool folds_gradient_scale() const {
+    return std::all_of(params_.begin(), params_.end(), [](const at::Tensor& p) {
+      return p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble;
+    });
+  }
 
   std::vector<at::Tensor> params_;
   std::vector<std::optional<State>> state_;
