@@ -96,6 +96,13 @@ class SinglePassOptimizer : public ft::Optimizer {
 
   double lr() const override { return hyper_.lr; }
 
+  void step() override { step_scaled(1.0); }
+  bool step_with_gradient_scale(double gradient_scale) override {
+    if (!folds_gradient_scale()) return false;
+    step_scaled(gradient_scale);
+    return true;
+  }
+
   void set_lr(double lr) override { hyper_.lr = lr; }
 
   void zero_grad(bool set_to_none) override {
@@ -140,6 +147,9 @@ class SinglePassOptimizer : public ft::Optimizer {
   }
 
  protected:
+  // One step on every gradient times `gradient_scale` (1 for a plain step()).
+  virtual void step_scaled(double gradient_scale) = 0;
+
   static std::string prefix(std::size_t index) { return "state." + std::to_string(index) + "."; }
 
   // LibTorch rounds the factor of an in-place bfloat16 multiply to bfloat16 in some versions and
@@ -160,15 +170,8 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamH
  public:
   using SinglePassOptimizer::SinglePassOptimizer;
 
-  void step() override { step_scaled(1.0); }
-  bool step_with_gradient_scale(double gradient_scale) override {
-    if (!folds_gradient_scale()) return false;
-    step_scaled(gradient_scale);
-    return true;
-  }
-
  private:
-  void step_scaled(double gradient_scale) {
+  void step_scaled(double gradient_scale) override {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();
@@ -195,15 +198,8 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
  public:
   using SinglePassOptimizer::SinglePassOptimizer;
 
-  void step() override { step_scaled(1.0); }
-  bool step_with_gradient_scale(double gradient_scale) override {
-    if (!folds_gradient_scale()) return false;
-    step_scaled(gradient_scale);
-    return true;
-  }
-
  private:
-  void step_scaled(double gradient_scale) {
+  void step_scaled(double gradient_scale) override {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();

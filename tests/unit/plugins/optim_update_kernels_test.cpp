@@ -12,15 +12,6 @@
 
 namespace {
 
-bool cpu_has_avx2() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") != 0;
-#else
-  return false;
-#endif
-}
-
 // Values spread over several binades, with a ragged length so the vector loops' tails run too.
 at::Tensor random_values(at::ScalarType dtype, std::int64_t n, std::uint64_t seed, double scale, bool positive) {
   at::manual_seed(seed);
@@ -87,7 +78,7 @@ void expect_adam_copies_agree(at::ScalarType dtype) {
 }
 
 TEST(OptimizerUpdateKernels, AdamCopiesGiveTheSameBits) {
-  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
+  if (!ftoptim::cpu_supports_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
   expect_adam_copies_agree<float>(at::kFloat);
   expect_adam_copies_agree<double>(at::kDouble);
   expect_adam_copies_agree<c10::BFloat16>(at::kBFloat16);
@@ -132,7 +123,7 @@ void expect_sgd_copies_agree(at::ScalarType dtype) {
 }
 
 TEST(OptimizerUpdateKernels, SgdCopiesGiveTheSameBits) {
-  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
+  if (!ftoptim::cpu_supports_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
   expect_sgd_copies_agree<float>(at::kFloat);
   expect_sgd_copies_agree<double>(at::kDouble);
   expect_sgd_copies_agree<c10::BFloat16>(at::kBFloat16);
