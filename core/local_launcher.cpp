@@ -27,16 +27,20 @@ volatile sig_atomic_t forwarded_signal = 0;
 
 void remember_signal(int sig) { forwarded_signal = sig; }
 
-bool can_bind_loopback(int port) {
+// Binds a loopback TCP socket to `port` (0: one the kernel picks) and closes it again: the port
+// it got, or -1 when the bind failed.
+int probe_loopback_port(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw ft::Error("launcher: socket(): " + ft::errno_text(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  socklen_t len = sizeof(addr);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(fd);
-  return free;
+  return bound ? ntohs(addr.sin_port) : -1;
 }
 
 // The first port of the kernel's ephemeral range (32768 when it cannot be read).
@@ -55,11 +59,18 @@ int first_ephemeral_port() {
 int free_rendezvous_port() {
   const int high = first_ephemeral_port();
   const int low = std::max(1025, std::min(20000, high - 4096));
+  // A machine whose ephemeral range starts near 1024 leaves no room below it: take one the
+  // kernel hands out, as before.
+  if (high - low < 1024) {
+    const int port = probe_loopback_port(0);
+    if (port < 0) throw ft::Error("launcher: cannot find a free port: " + ft::errno_text(errno));
+    return port;
+  }
   std::mt19937 draw(std::random_device{}());
   std::uniform_int_distribution<int> port_in(low, high - 1);
   for (int attempt = 0; attempt < 64; ++attempt) {
     const int port = port_in(draw);
-    if (can_bind_loopback(port)) return port;
+    if (probe_loopback_port(port) == port) return port;
   }
   throw ft::Error("launcher: no free loopback port in " + std::to_string(low) + "-" + std::to_string(high - 1) +
                   " after 64 tries; start the ranks with MASTER_PORT set instead");
