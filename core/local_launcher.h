@@ -1,7 +1,8 @@
 // `fthost --nproc-per-node N ...`: starts N ranks of this same command on this machine with
 // torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT on a free loopback port below the ephemeral range), forwards SIGINT/SIGTERM to them, and when one rank
-// fails stops the others: the exit code and the message say which rank failed and how.
+// MASTER_PORT on a free loopback port below the ephemeral range), forwards SIGINT/SIGTERM to
+// them, and when one rank fails stops the others: the exit code and the message say which rank
+// failed and how.
 #pragma once
 
 #include <string>

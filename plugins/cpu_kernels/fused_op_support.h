@@ -2,6 +2,7 @@
 // row kernels, and the split of rows across intra-op threads.
 #pragma once
 
+#include <ft_kernels/kernel_choice.h>
 #include <ft_kernels/row_kernels.h>
 
 #include <ATen/Parallel.h>

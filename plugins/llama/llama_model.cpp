@@ -3,6 +3,7 @@
 #include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/text.h>
+#include <ft_kernels/kernel_choice.h>
 #include <ft_kernels/row_kernels.h>
 
 #include <ATen/ATen.h>

@@ -34,9 +34,6 @@ FT_OPTIM_DECLARE_UPDATE_KERNELS(baseline)
 FT_OPTIM_DECLARE_UPDATE_KERNELS(avx2)
 #undef FT_OPTIM_DECLARE_UPDATE_KERNELS
 
-// Whether this CPU can run the AVX2 copy.
-bool cpu_supports_avx2();
-
 // True when this process runs the AVX2 copy: the CPU has AVX2 and FT_CPU_KERNELS does not ask for
 // the portable one ("baseline").
 bool update_kernels_use_avx2();

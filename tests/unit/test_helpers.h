@@ -87,7 +87,7 @@ inline std::string fixtures_dir() {
 
 struct CommandResult {
   int exit_code;
-  std::string output;  // stdout and stderr together
+  std::string output;  // what it wrote: stdout and stderr together, except from run_command_stdout
 };
 
 // Runs a shell command line and waits for it; `output` is its stdout (the command line redirects

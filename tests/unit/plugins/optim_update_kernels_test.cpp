@@ -3,6 +3,8 @@
 // for every setting, or a run's result would depend on the machine it ran on.
 #include "update_kernels.h"
 
+#include <ft_kernels/kernel_choice.h>
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -78,7 +80,7 @@ void expect_adam_copies_agree(at::ScalarType dtype) {
 }
 
 TEST(OptimizerUpdateKernels, AdamCopiesGiveTheSameBits) {
-  if (!ftoptim::cpu_supports_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
+  if (!ft_kernels::cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
   expect_adam_copies_agree<float>(at::kFloat);
   expect_adam_copies_agree<double>(at::kDouble);
   expect_adam_copies_agree<c10::BFloat16>(at::kBFloat16);
@@ -123,7 +125,7 @@ void expect_sgd_copies_agree(at::ScalarType dtype) {
 }
 
 TEST(OptimizerUpdateKernels, SgdCopiesGiveTheSameBits) {
-  if (!ftoptim::cpu_supports_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
+  if (!ft_kernels::cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the baseline copy can run";
   expect_sgd_copies_agree<float>(at::kFloat);
   expect_sgd_copies_agree<double>(at::kDouble);
   expect_sgd_copies_agree<c10::BFloat16>(at::kBFloat16);

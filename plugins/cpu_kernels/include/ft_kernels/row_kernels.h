@@ -53,7 +53,4 @@ struct RowKernels {
 // The fastest set this CPU runs (FT_CPU_KERNELS=baseline forces the portable one).
 const RowKernels& row_kernels();
 
-// False when FT_CPU_KERNELS=aten: the fused operations then run LibTorch's reference ops.
-bool fused_kernels_enabled();
-
 }  // namespace ft_kernels
