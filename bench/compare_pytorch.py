@@ -5,7 +5,7 @@
 
 Each model (a Llama-3-architecture decoder, random init, random tokens, AdamW, fp32, 2 threads,
 OMP_WAIT_POLICY=PASSIVE) is trained alternately by fthost (build/bin/fthost) and by the PyTorch
-model below (Debian's python3-torch: the same LibTorch and OpenBLAS underneath), A B A B A B,
+model below (the project's .venv PyTorch: the same LibTorch underneath), A B A B A B,
 so both see the same machine state. --fthost-baseline adds a third side, another fthost build
 (an earlier commit's build/bin/fthost), to the same alternation: A B C A B C. Printed per model: tokens/s medians (trained tokens, the
 first steps dropped as warm-up), MFU = 6 N FLOPs per token / the fp32 GEMM peak measured in this
@@ -29,7 +29,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FTHOST = ROOT / "build" / "bin" / "fthost"
-SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives in the system interpreter
+SYSTEM_PYTHON = str(ROOT / ".venv" / "bin" / "python")  # the PyTorch whose LibTorch fthost is built on
 
 MODELS = {
     # name: (vocab, dim, layers, heads, kv_heads, hidden, tied, batch, seq)
@@ -233,7 +233,7 @@ def main() -> None:
     if not FTHOST.exists():
         sys.exit(f"{FTHOST} is missing: build first (bash scripts/build.sh)")
     if subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
-        sys.exit("PyTorch is missing: bash scripts/setup.sh --bench installs Debian's python3-torch")
+        sys.exit("PyTorch is missing from .venv: bash scripts/setup.sh installs it")
     peak = gemm_peak_gflops()
     print(f"load average {os.getloadavg()[0]:.2f} at start; {os.cpu_count()} cores, {THREADS} threads, OMP_WAIT_POLICY=PASSIVE; {a.pairs} pairs A B per model, "
           f"{a.steps} steps per run ({a.warmup} warm-up); fp32 GEMM peak {peak:.1f} GFLOP/s (2048^3, median of 5)",

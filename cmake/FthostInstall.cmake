@@ -15,4 +15,4 @@ configure_package_config_file(cmake/fthostConfig.cmake.in "${CMAKE_BINARY_DIR}/f
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
 write_basic_package_version_file("${CMAKE_BINARY_DIR}/fthostConfigVersion.cmake" COMPATIBILITY SameMajorVersion)
 install(FILES "${CMAKE_BINARY_DIR}/fthostConfig.cmake" "${CMAKE_BINARY_DIR}/fthostConfigVersion.cmake"
-              cmake/FthostPlugin.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)
+              cmake/FthostPlugin.cmake cmake/FthostLibTorch.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fthost)

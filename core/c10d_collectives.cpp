@@ -7,6 +7,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if FTHOST_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 #include <functional>
@@ -16,40 +19,45 @@ namespace fthost {
 
 namespace {
 
+// One process group as ft::Collectives, over the c10d backends the seed's
+// init_process_group("cuda:nccl,cpu:gloo") gives: each collective goes to the backend of its
+// tensor's device (NCCL for CUDA tensors where the run is on CUDA, Gloo for CPU tensors).
 class C10dCollectives final : public ft::Collectives {
  public:
-  C10dCollectives(c10::intrusive_ptr<c10d::ProcessGroupGloo> group, int world_rank, std::chrono::milliseconds timeout)
-      : group_(std::move(group)), world_rank_(world_rank), timeout_(timeout) {}
+  C10dCollectives(c10::intrusive_ptr<c10d::Backend> cpu, c10::intrusive_ptr<c10d::Backend> accelerator, int world_rank,
+                  std::chrono::milliseconds timeout)
+      : cpu_(std::move(cpu)), accelerator_(std::move(accelerator)), world_rank_(world_rank), timeout_(timeout) {}
 
-  int rank() const override { return group_->getRank(); }
-  int size() const override { return group_->getSize(); }
+  int rank() const override { return cpu_->getRank(); }
+  int size() const override { return cpu_->getSize(); }
 
-  void all_reduce_sum(at::Tensor& tensor) override {
-    guarded("all_reduce", [&] {
-      std::vector<at::Tensor> tensors{tensor};
-      c10d::AllreduceOptions opts;
-      opts.reduceOp = c10d::ReduceOp::SUM;
-      group_->allreduce(tensors, opts)->wait();
-    });
-  }
+  void all_reduce_sum(at::Tensor& tensor) override { all_reduce_sum_async(tensor)->wait(); }
 
   std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor& tensor) override {
+    c10d::Backend& backend = backend_for(tensor);
     c10::intrusive_ptr<c10d::Work> work;
-    guarded("all_reduce", [&] {
+    guarded("all_reduce", backend, tensor, [&] {
       std::vector<at::Tensor> tensors{tensor};
       c10d::AllreduceOptions opts;
       opts.reduceOp = c10d::ReduceOp::SUM;
-      work = group_->allreduce(tensors, opts);
+      work = backend.allreduce(tensors, opts);
     });
-    return std::make_unique<Pending>(std::move(work), this);
+    return std::make_unique<Pending>(std::move(work), this, "all_reduce", backend, tensor);
   }
 
   void all_gather(at::Tensor& full, const at::Tensor& shard) override {
-    guarded("all_gather", [&] {
-      // Gloo gathers into one tensor per rank; chunks of `full` along dim 0 are contiguous views.
-      std::vector<std::vector<at::Tensor>> outputs{full.view({-1}).chunk(size())};
-      std::vector<at::Tensor> inputs{shard.contiguous().view({-1})};
-      group_->allgather(outputs, inputs)->wait();
+    c10d::Backend& backend = backend_for(full);
+    guarded("all_gather", backend, shard, [&] {
+      at::Tensor input = shard.contiguous().view({-1});
+      at::Tensor output = full.view({-1});
+      if (is_gloo(backend)) {
+        // Gloo gathers into one tensor per rank; chunks of `full` along dim 0 are contiguous views.
+        std::vector<std::vector<at::Tensor>> outputs{output.chunk(size())};
+        std::vector<at::Tensor> inputs{input};
+        backend.allgather(outputs, inputs)->wait();
+      } else {
+        backend._allgather_base(output, input)->wait();
+      }
     });
   }
 
@@ -57,16 +65,28 @@ class C10dCollectives final : public ft::Collectives {
     reduce_scatter_sum_async(shard, full)->wait();
   }
 
-  // Gloo in this LibTorch has no reduce-scatter. An all-to-all sends each rank only the slices it
-  // keeps ((n-1)/n of the buffer, half of what an all-reduce moves), and the slices are summed
-  // here in rank order, so every rank's result is the same bitwise whatever the transport did.
   std::unique_ptr<ft::PendingCollective> reduce_scatter_sum_async(at::Tensor& shard, const at::Tensor& full) override {
+    c10d::Backend& backend = backend_for(full);
     at::Tensor input = full.contiguous().view({-1});
+    if (!is_gloo(backend)) {
+      c10::intrusive_ptr<c10d::Work> work;
+      at::Tensor output = shard.view({-1});
+      guarded("reduce_scatter", backend, full, [&] {
+        c10d::ReduceScatterOptions opts;
+        opts.reduceOp = c10d::ReduceOp::SUM;
+        work = backend._reduce_scatter_base(output, input, opts);
+      });
+      return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", backend, full, std::move(input));
+    }
+    // Gloo's reduce-scatter is an all-reduce underneath. An all-to-all sends each rank only the
+    // slices it keeps ((n-1)/n of the buffer, half of what an all-reduce moves), and the slices
+    // are summed here in rank order, so every rank's result is the same bitwise whatever the
+    // transport did.
     at::Tensor received = at::empty_like(input);
     c10::intrusive_ptr<c10d::Work> work;
-    guarded("reduce_scatter", [&] {
+    guarded("reduce_scatter", backend, full, [&] {
       std::vector<int64_t> equal_splits;
-      work = group_->alltoall_base(received, input, equal_splits, equal_splits);
+      work = backend.alltoall_base(received, input, equal_splits, equal_splits);
     });
     const int ranks = size();
     auto sum_slices = [shard, received, ranks]() mutable {
@@ -75,47 +95,77 @@ class C10dCollectives final : public ft::Collectives {
       out.copy_(slices[0]);
       for (int r = 1; r < ranks; ++r) out.add_(slices[r]);
     };
-    return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", std::move(input), std::move(sum_slices));
+    return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", backend, full, std::move(input),
+                                     std::move(sum_slices));
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
-    guarded("broadcast", [&] {
+    c10d::Backend& backend = backend_for(tensor);
+    guarded("broadcast", backend, tensor, [&] {
       std::vector<at::Tensor> tensors{tensor};
       c10d::BroadcastOptions opts;
       opts.rootRank = root;
-      group_->broadcast(tensors, opts)->wait();
+      backend.broadcast(tensors, opts)->wait();
     });
   }
 
+  // Over Gloo: a barrier has no tensor, and Gloo's needs no device.
   void barrier() override {
-    guarded("barrier", [&] { group_->barrier()->wait(); });
+    guarded("barrier", *cpu_, at::Tensor(), [&] { cpu_->barrier()->wait(); });
+  }
+
+  // The cause first (the backend's own message), then what the rank was doing, then what a
+  // closed connection or a timeout usually means.
+  template <class Fn>
+  void guarded(const char* op, const c10d::Backend& backend, const at::Tensor& tensor, Fn&& fn) const {
+    guarded(op, backend, describe(tensor), std::forward<Fn>(fn));
   }
 
   template <class Fn>
-  void guarded(const char* op, Fn&& fn) const {
+  void guarded(const char* op, const c10d::Backend& backend, const std::string& tensor, Fn&& fn) const {
     try {
       fn();
     } catch (const ft::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw ft::Error("rank " + std::to_string(world_rank_) + ": " + op + " across " + std::to_string(size()) +
-                      " ranks failed: another rank exited or did not answer within " +
-                      std::to_string(timeout_.count() / 1000) + " s (distributed_timeout_s): " + first_line(e.what()));
+      throw ft::Error("rank " + std::to_string(world_rank_) + ": " + backend.getBackendName() + " " + op + tensor +
+                      " across " + std::to_string(size()) + " ranks failed: " + first_line(e.what()) +
+                      " (when the cause is a lost connection or a timeout: another rank exited or did not answer "
+                      "within " +
+                      std::to_string(timeout_.count() / 1000) + " s, distributed_timeout_s)");
     }
   }
 
  private:
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+  static std::string describe(const at::Tensor& tensor) {
+    if (!tensor.defined()) return "";
+    return " of " + std::to_string(tensor.numel()) + " " + std::string(c10::toString(tensor.scalar_type())) +
+           " elements on " + tensor.device().str();
+  }
+  static bool is_gloo(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
+
+  c10d::Backend& backend_for(const at::Tensor& tensor) const {
+    if (tensor.device().is_cpu() || !accelerator_) return *cpu_;
+    return *accelerator_;
+  }
 
   // `keep_alive` is the buffer the transport reads until the work is done; `then` finishes the
   // result on this thread after it.
   class Pending final : public ft::PendingCollective {
    public:
-    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner, const char* op = "all_reduce",
-            at::Tensor keep_alive = {}, std::function<void()> then = {})
-        : work_(std::move(work)), owner_(owner), op_(op), keep_alive_(std::move(keep_alive)), then_(std::move(then)) {}
+    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner, const char* op,
+            const c10d::Backend& backend, const at::Tensor& described, at::Tensor keep_alive = {},
+            std::function<void()> then = {})
+        : work_(std::move(work)),
+          owner_(owner),
+          op_(op),
+          backend_(backend),
+          described_(describe(described)),
+          keep_alive_(std::move(keep_alive)),
+          then_(std::move(then)) {}
     void wait() override {
-      owner_->guarded(op_, [&] { work_->wait(); });
+      owner_->guarded(op_, backend_, described_, [&] { work_->wait(); });
       keep_alive_.reset();
       if (then_) std::exchange(then_, nullptr)();
     }
@@ -124,11 +174,14 @@ class C10dCollectives final : public ft::Collectives {
     c10::intrusive_ptr<c10d::Work> work_;
     const C10dCollectives* owner_;
     const char* op_;
+    const c10d::Backend& backend_;
+    std::string described_;  // the tensor's size, dtype and device, for the error message
     at::Tensor keep_alive_;
     std::function<void()> then_;
   };
 
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  c10::intrusive_ptr<c10d::Backend> cpu_;
+  c10::intrusive_ptr<c10d::Backend> accelerator_;  // null unless the run is on CUDA
   int world_rank_;
   std::chrono::milliseconds timeout_;
 };
@@ -141,13 +194,38 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const DistributedEnvironm
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                      const DistributedEnvironment& env,
-                                                      std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Backend> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                             const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(gloo_device(env));
   options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+}
+
+c10::intrusive_ptr<c10d::Backend> accelerator_group(CollectiveBackend backend,
+                                                    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
+  switch (backend) {
+    case CollectiveBackend::none:
+      return {};
+    case CollectiveBackend::nccl:
+#if FTHOST_WITH_NCCL
+    {
+      // The timeout reaches NCCL's watchdog, which aborts the communicator and ends this rank
+      // with the collective it was waiting on when a peer dies or hangs.
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      return c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", store), rank,
+                                                         size, options);
+    }
+#else
+      (void)store, (void)rank, (void)size, (void)timeout;
+      throw ft::Error("device = \"cuda\" with several ranks needs NCCL, and this build has none (FTHOST_WITH_CUDA=OFF)");
+#endif
+    case CollectiveBackend::gloo:
+      break;
+  }
+  throw ft::Error("the CUDA collectives' backend must be NCCL");
 }
 
 class SingleRank final : public ft::Collectives {
@@ -178,7 +256,9 @@ ProcessGroups single_process_groups() {
   return groups;
 }
 
-ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
+ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chrono::milliseconds timeout,
+                                     c10::DeviceType device) {
+  const CollectiveBackends backends = collective_backends(device);
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(env.master_port);
   store_options.isServer = env.rank == 0;
@@ -196,10 +276,12 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
   }
   ProcessGroups groups;
   auto world_store = c10::make_intrusive<c10d::PrefixStore>("world", store);
-  groups.world = std::make_shared<C10dCollectives>(gloo_group(world_store, env.rank, env.world_size, env, timeout),
-                                                   env.rank, timeout);
+  groups.world = std::make_shared<C10dCollectives>(
+      gloo_group(world_store, env.rank, env.world_size, env, timeout),
+      accelerator_group(backends.accelerator, world_store, env.rank, env.world_size, timeout), env.rank, timeout);
   auto counter = std::make_shared<int>(0);
-  groups.new_group = [store, env, timeout, counter](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
+  groups.new_group = [store, env, timeout, counter,
+                      backends](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
     const int id = (*counter)++;
     int my_index = -1;
     for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -208,10 +290,13 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
     std::string key = "group" + std::to_string(id);
     for (int r : ranks) key += "_" + std::to_string(r);
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(key, store);
+    const int group_size = static_cast<int>(ranks.size());
     return std::make_shared<C10dCollectives>(
-        gloo_group(prefixed, my_index, static_cast<int>(ranks.size()), env, timeout), env.rank, timeout);
+        gloo_group(prefixed, my_index, group_size, env, timeout),
+        accelerator_group(backends.accelerator, prefixed, my_index, group_size, timeout), env.rank, timeout);
   };
-  ft::log::info("rank {}/{}: connected to {}:{} (gloo)", env.rank, env.world_size, env.master_addr, env.master_port);
+  ft::log::info("rank {}/{}: connected to {}:{} ({})", env.rank, env.world_size, env.master_addr, env.master_port,
+                backends.spec);
   return groups;
 }
 

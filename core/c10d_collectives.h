@@ -1,10 +1,11 @@
-// ft::Collectives over LibTorch's c10d: a TCPStore rendezvous at MASTER_ADDR:MASTER_PORT and
-// ProcessGroupGloo, held as its own type: a ProcessGroup in LibTorch 1.13, a c10d Backend in 2.x,
-// with the same collectives in both (NCCL for CUDA builds is not wired yet: docs/distributed.md). Every
-// failure — a peer that exited, a collective past the timeout — becomes an ft::Error naming
-// this rank, the operation and the timeout, never a hang.
+// ft::Collectives over LibTorch's c10d: a TCPStore rendezvous at MASTER_ADDR:MASTER_PORT, then
+// c10d backends as the seed's init_process_group("cuda:nccl,cpu:gloo"): Gloo for CPU tensors
+// always, NCCL for CUDA tensors when the run is on CUDA (collective_backends.h). Every failure — a
+// peer that exited, a collective past the timeout — becomes an ft::Error naming this rank, the
+// backend, the operation and its cause, never a hang.
 #pragma once
 
+#include "collective_backends.h"
 #include "distributed_environment.h"
 
 #include <ft/collectives.h>
@@ -20,7 +21,9 @@ struct ProcessGroups {
 };
 
 // Collective over all ranks of `env`: blocks until every rank has connected or `timeout` passes.
-ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chrono::milliseconds timeout);
+// `device` is the run's: CUDA adds NCCL for CUDA tensors (collective_backends()).
+ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chrono::milliseconds timeout,
+                                     c10::DeviceType device);
 
 // One rank: collectives that are the identity.
 ProcessGroups single_process_groups();

@@ -15,7 +15,7 @@ namespace fthost {
 
 std::string version_text() {
   return "fthost " FTHOST_VERSION " (plugin ABI " + std::to_string(FT_ABI_MAJOR) + "." + std::to_string(FT_ABI_MINOR) +
-         ", " + describe_fingerprint(ft::this_build_fingerprint()) + ")";
+         ", " + describe_fingerprint(ft::this_build_fingerprint()) + ")\n" FTHOST_ACCELERATORS;
 }
 
 void print_components(std::ostream& out, const ft::Registry& registry, std::optional<ft::Kind> filter, bool verbose) {

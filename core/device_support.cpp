@@ -36,6 +36,18 @@ c10::Device resolve_device(const ft::ConfigNode& root) {
   return device;
 }
 
+c10::Device device_for_rank(const ft::ConfigNode& root, const c10::Device& configured, int local_rank) {
+  if (!configured.is_cuda()) return configured;
+  const c10::Device device =
+      configured.has_index() ? configured : c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(local_rank));
+  const auto count = ft::compat::cuda_device_count();
+  if (device.index() >= count)
+    root.fail("device", "local rank " + std::to_string(local_rank) + " would train on " + device.str() + ", but only " +
+                            std::to_string(count) + " CUDA device(s) are visible (one per rank on a machine)");
+  ft::compat::set_current_cuda_device(device.index());
+  return device;
+}
+
 ft::Metrics peak_memory_stats(const c10::Device& device) {
   if (device.is_cuda()) {
     const auto peaks = ft::compat::cuda_memory_peaks(device.has_index() ? device.index() : 0);

@@ -13,6 +13,11 @@ namespace fthost {
 // cannot run it, rather than falling back to the CPU.
 c10::Device resolve_device(const ft::ConfigNode& root);
 
+// The device this rank trains on, made the current one: "cuda" means the rank's own GPU,
+// cuda:LOCAL_RANK, as torchtune's get_device; an index given in the config is kept. Errors, naming
+// `device`, when that GPU is not visible.
+c10::Device device_for_rank(const ft::ConfigNode& root, const c10::Device& configured, int local_rank);
+
 // Peak memory since the start (GiB), in the order the recipe logs them.
 ft::Metrics peak_memory_stats(const c10::Device& device);
 

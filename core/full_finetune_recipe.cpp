@@ -97,7 +97,8 @@ void FullFinetuneRecipe::setup_process_groups() {
   if (s_.device.is_cpu() && keep_freed_memory_for_reuse().applied)
     ft::log::debug("memory: freed blocks stay in the heap for the next step (no mmap per large block, no trim)");
   torch::manual_seed(s_.seed);
-  groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout) : single_process_groups();
+  s_.device = device_for_rank(root_, s_.device, env_.local_rank);
+  groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout, s_.device.type()) : single_process_groups();
   mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim);
   parallelism_ = registry_.instantiate<ft::Parallelism>(
       root_.table("parallelism"), {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank,

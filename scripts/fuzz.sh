@@ -19,7 +19,7 @@ read -r -a extra_args <<< "${FTHOST_CMAKE_ARGS:-}"
 start=$(date +%s)
 mkdir -p build-fuzz
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DFTHOST_SANITIZE=address,undefined -DFTHOST_FUZZ=ON "${extra_args[@]}" > build-fuzz/configure.log \
+  -DFTHOST_SANITIZE=address,undefined -DFTHOST_FUZZ=ON -DFTHOST_WITH_CUDA=OFF "${extra_args[@]}" > build-fuzz/configure.log \
   || { cat build-fuzz/configure.log; exit 1; }
 cmake --build build-fuzz -j"$jobs" --target "${targets[@]/#/fuzz_}"
 echo "fuzz: build done in $(( $(date +%s) - start )) s"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Installs every Debian package fthost needs to build, test and run. Idempotent:
-# it asks apt only for what is missing and runs `apt-get update` at most once.
-#   bash scripts/setup.sh           what the build and the tests need
-#   bash scripts/setup.sh --bench   also Debian's python3-torch, for bench/compare_pytorch.py only
+# Installs everything fthost needs to build, test and run: Debian's packages, and LibTorch as
+# PyTorch's own wheel (pinned in scripts/python-requirements.txt) in the project's virtual
+# environment .venv, where CMake finds it (cmake/FthostTorch.cmake). Idempotent: it asks apt only
+# for what is missing (running `apt-get update` at most once) and pip only when a pinned version is
+# not the one installed.
+#   bash scripts/setup.sh
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache lld
-  libtorch-dev libopenblas0-pthread
+  libopenblas0-pthread
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
   libgloo-dev
@@ -15,10 +18,8 @@ packages=(
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/yaml_config.cpp)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)  # the PyTorch eager yardstick; never needed by a test
-elif [[ $# -gt 0 ]]; then
-  echo "setup: unknown option $1 (the only one is --bench)" >&2
+if [[ $# -gt 0 ]]; then
+  echo "setup: unknown option $1 (it takes none)" >&2
   exit 2
 fi
 
@@ -30,13 +31,28 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
+  echo "setup: all ${#packages[@]} Debian packages present"
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# PyTorch (LibTorch's headers, libraries and CMake package, and the CUDA, cuDNN and NCCL libraries
+# it was built with) from PyPI. The machine's python3 (3.10 or newer) makes the environment.
+requirements=scripts/python-requirements.txt
+venv=.venv
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "setup: creating $venv"
+  python3 -m venv "$venv"
+fi
+if "$venv/bin/python" scripts/check_requirements.py "$requirements"; then
+  echo "setup: $venv has every pinned Python package ($requirements)"
+else
+  echo "setup: installing $requirements into $venv (PyTorch with its CUDA libraries: about 4.5 GB)"
+  "$venv/bin/python" -m pip install --progress-bar off -r "$requirements"
+  "$venv/bin/python" scripts/check_requirements.py "$requirements" --verbose
+fi

@@ -1,5 +1,6 @@
 #include "fused_op_support.h"
 
+#include <ft_cuda_kernels/swiglu.h>
 #include <ft_kernels/fused_ops.h>
 
 #include <ATen/ATen.h>
@@ -44,6 +45,9 @@ struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
 }  // namespace
 
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  if (gate.is_cuda() && ft_cuda_kernels::available() && gate.sizes() == up.sizes() &&
+      gate.scalar_type() == up.scalar_type() && gate.scalar_type() != at::kDouble)
+    return ft_cuda_kernels::swiglu(gate, up);
   if (!takes_fused_path(gate, up) || gate.sizes() != up.sizes()) return at::silu(gate) * up;
   return SwigluFunction::apply(gate, up);
 }

@@ -1,7 +1,10 @@
 // Plugin ft_optim: torch.optim.AdamW, torch.optim.Adam and torch.optim.SGD with torch.optim's
-// update rules and state layout, each step one pass over every tensor (adam_update.h,
-// sgd_update.h). torch's `fused` and `foreach` choose among implementations of the same update;
-// this plugin has one, the single-pass kernel, whatever they say.
+// update rules and state layout. Two implementations of the same update:
+//   - fthost's single-pass CPU kernel (adam_update.h, sgd_update.h), for CPU parameters;
+//   - LibTorch's fused kernels (at::_fused_adamw_ and friends, torch's `fused=True`), for
+//     `fused = true` on any device, and always for CUDA parameters, where the CPU kernel cannot run.
+// `foreach` chooses between torch's for-loop and multi-tensor forms of its unfused update; neither
+// runs here, which the log says.
 #include "adam_update.h"
 #include "sgd_update.h"
 
@@ -11,7 +14,12 @@
 #include <ft/plugin.h>
 #include <ft/text.h>
 
+#include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_fused_adam.h>
+#include <ATen/ops/_fused_adamw.h>
+#include <ATen/ops/_fused_sgd.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros_like.h>
 
@@ -56,6 +64,7 @@ std::int64_t restored_step(const FieldTensors& fields, const std::string& prefix
 struct AdamState {
   std::int64_t step = 0;
   at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+  at::Tensor device_step;  // `step` as LibTorch's fused kernels read it (float32, on the device)
 
   void save(const std::string& prefix, std::vector<ft::NamedTensor>& out) const {
     out.push_back({prefix + "step", at::scalar_tensor(step, at::kLong)});
@@ -91,8 +100,17 @@ struct SgdState {
 template <class State, class Hyperparameters>
 class SinglePassOptimizer : public ft::Optimizer {
  public:
-  SinglePassOptimizer(std::vector<at::Tensor> params, Hyperparameters hyper)
-      : params_(std::move(params)), state_(params_.size()), hyper_(hyper) {}
+  SinglePassOptimizer(std::vector<at::Tensor> params, Hyperparameters hyper, bool fused)
+      : params_(std::move(params)),
+        state_(params_.size()),
+        hyper_(hyper),
+        libtorch_fused_(fused || std::any_of(params_.begin(), params_.end(),
+                                             [](const at::Tensor& p) { return !p.device().is_cpu(); })) {}
+
+  // Which kernel steps the parameters, for the log.
+  const char* implementation() const {
+    return libtorch_fused_ ? "LibTorch's fused kernel (torch's fused=True)" : "fthost's single-pass CPU kernel";
+  }
 
   double lr() const override { return hyper_.lr; }
 
@@ -156,6 +174,8 @@ class SinglePassOptimizer : public ft::Optimizer {
   // not in others, so only float32 and float64 gradients are scaled inside the step, where the
   // result is the same in every version.
   bool folds_gradient_scale() const {
+    // LibTorch's fused kernels divide by a scale (AMP's) rather than multiply: the recipe scales.
+    if (libtorch_fused_) return false;
     return std::all_of(params_.begin(), params_.end(), [](const at::Tensor& p) {
       return p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble;
     });
@@ -164,6 +184,7 @@ class SinglePassOptimizer : public ft::Optimizer {
   std::vector<at::Tensor> params_;
   std::vector<std::optional<State>> state_;
   Hyperparameters hyper_;
+  bool libtorch_fused_;
 };
 
 class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamHyperparameters> {
@@ -172,25 +193,59 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamH
 
  private:
   void step_scaled(double gradient_scale) override {
+    if (libtorch_fused_) return fused_step();
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
-      if (!state_[i]) {
-        AdamState fresh;
-        fresh.exp_avg = at::zeros_like(p, at::MemoryFormat::Contiguous);
-        fresh.exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
-        if (hyper_.amsgrad) fresh.max_exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
-        state_[i] = std::move(fresh);
-      }
-      AdamState& st = *state_[i];
-      if (hyper_.amsgrad && !st.max_exp_avg_sq.defined())
-        throw ft::Error("optimizer state \"" + prefix(i) +
-                        "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
+      AdamState& st = state_for(i);
       st.step += 1;
       ftoptim::adam_update(p, grad.is_contiguous() ? grad : grad.contiguous(), st.exp_avg, st.exp_avg_sq,
                            st.max_exp_avg_sq, st.step, hyper_, gradient_scale);
     }
+  }
+
+  // torch's _fused_adam(w) over every parameter with a gradient at once. Its step counts are
+  // float32 tensors on the parameters' device (as torch.optim keeps them for fused=True); the
+  // int64 count in AdamState stays the one that is saved.
+  void fused_step() {
+    std::vector<at::Tensor> p, g, m, v, vmax, steps;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& param = params_[i];
+      if (!param.grad().defined()) continue;
+      AdamState& st = state_for(i);
+      if (!st.device_step.defined() || st.device_step.device() != param.device())
+        st.device_step = at::full({}, static_cast<double>(st.step), param.options().dtype(at::kFloat));
+      st.step += 1;
+      p.push_back(param);
+      g.push_back(param.grad());
+      m.push_back(st.exp_avg);
+      v.push_back(st.exp_avg_sq);
+      if (hyper_.amsgrad) vmax.push_back(st.max_exp_avg_sq);
+      steps.push_back(st.device_step);
+    }
+    if (p.empty()) return;
+    at::_foreach_add_(steps, 1.0);
+    const auto& h = hyper_;
+    if (h.decoupled_weight_decay)
+      at::_fused_adamw_(p, g, m, v, vmax, steps, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, h.amsgrad, false);
+    else
+      at::_fused_adam_(p, g, m, v, vmax, steps, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, h.amsgrad, false);
+  }
+
+  AdamState& state_for(std::size_t i) {
+    const at::Tensor& p = params_[i];
+    if (!state_[i]) {
+      AdamState fresh;
+      fresh.exp_avg = at::zeros_like(p, at::MemoryFormat::Contiguous);
+      fresh.exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
+      if (hyper_.amsgrad) fresh.max_exp_avg_sq = at::zeros_like(p, at::MemoryFormat::Contiguous);
+      state_[i] = std::move(fresh);
+    }
+    AdamState& st = *state_[i];
+    if (hyper_.amsgrad && !st.max_exp_avg_sq.defined())
+      throw ft::Error("optimizer state \"" + prefix(i) + "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
+    return st;
   }
 };
 
@@ -200,6 +255,7 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
 
  private:
   void step_scaled(double gradient_scale) override {
+    if (libtorch_fused_) return fused_step();
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& p = params_[i];
       const at::Tensor& grad = p.grad();
@@ -213,6 +269,29 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
                           state_[i] ? state_[i]->momentum_buffer : at::Tensor(), first_step, hyper_, gradient_scale);
     }
   }
+
+  // torch's _fused_sgd over every parameter with a gradient, in two calls: the parameters whose
+  // momentum buffer is new (torch's is_first_step copies the gradient into it) and the rest.
+  void fused_step() {
+    std::vector<at::Tensor> p[2], g[2], buffers[2];
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& param = params_[i];
+      if (!param.grad().defined()) continue;
+      int first = 0;
+      if (hyper_.momentum != 0 && (!state_[i] || !state_[i]->momentum_buffer.defined())) {
+        state_[i] = SgdState{at::empty_like(param, at::MemoryFormat::Contiguous)};
+        first = 1;
+      }
+      p[first].push_back(param);
+      g[first].push_back(param.grad());
+      if (hyper_.momentum != 0) buffers[first].push_back(state_[i]->momentum_buffer);
+    }
+    const auto& h = hyper_;
+    for (int first = 0; first < 2; ++first)
+      if (!p[first].empty())
+        at::_fused_sgd_(p[first], g[first], buffers[first], h.weight_decay, h.momentum, h.lr, h.dampening, h.nesterov,
+                        false, first == 1);
+  }
 };
 
 std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {
@@ -224,15 +303,20 @@ std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {
   return {b[0], b[1]};
 }
 
-// Recorded so a user who asked for one of torch's kernels sees what runs instead.
-void note_implementation(const ft::ConfigNode& cfg) {
-  for (const char* key : {"fused", "foreach"})
-    if (cfg.get<bool>(key))
-      ft::log::info("{}: {}=true: fthost's single-pass multi-threaded kernel runs (it always does)", cfg.path(), key);
+// Recorded so a user sees which kernel steps the parameters, and that `foreach` changes nothing.
+template <class Optimizer>
+std::unique_ptr<ft::Optimizer> logged(const ft::ConfigNode& cfg, std::unique_ptr<Optimizer> optimizer) {
+  ft::log::info("{}: {}{}", cfg.path(), optimizer->implementation(),
+                cfg.get<bool>("foreach") ? " (foreach=true asks for torch's unfused multi-tensor form, which does not run)"
+                                         : "");
+  return optimizer;
 }
 
-constexpr const char* kFusedHelp = "torch's fused kernel: fthost always runs its own single-pass kernel";
-constexpr const char* kForeachHelp = "torch's multi-tensor kernel: fthost always runs its own single-pass kernel";
+constexpr const char* kFusedHelp =
+    "LibTorch's fused kernel (torch's fused=True) on any device; CUDA parameters always use it, CPU ones fthost's "
+    "single-pass kernel otherwise";
+constexpr const char* kForeachHelp =
+    "torch's unfused multi-tensor form: accepted, and the fused or single-pass kernel runs instead (logged)";
 
 ft::Schema adam_schema(const char* weight_decay_default) {
   ft::Schema s;
@@ -247,7 +331,6 @@ ft::Schema adam_schema(const char* weight_decay_default) {
 }
 
 ftoptim::AdamHyperparameters adam_hyperparameters(const ft::ConfigNode& cfg, bool decoupled) {
-  note_implementation(cfg);
   ftoptim::AdamHyperparameters h;
   h.lr = cfg.get<double>("lr");
   std::tie(h.beta1, h.beta2) = betas_of(cfg);
@@ -262,12 +345,14 @@ void register_components(ft::Registry& reg) {
   reg.add<ft::Optimizer>(
       "torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
       [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-        return std::make_unique<AdamOptimizer>(std::move(args.params), adam_hyperparameters(cfg, true));
+        return logged(cfg, std::make_unique<AdamOptimizer>(std::move(args.params), adam_hyperparameters(cfg, true),
+                                                           cfg.get<bool>("fused")));
       });
   reg.add<ft::Optimizer>("torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return std::make_unique<AdamOptimizer>(std::move(args.params),
-                                                                  adam_hyperparameters(cfg, false));
+                           return logged(cfg, std::make_unique<AdamOptimizer>(std::move(args.params),
+                                                                              adam_hyperparameters(cfg, false),
+                                                                              cfg.get<bool>("fused")));
                          });
   ft::Schema sgd;
   sgd.required("lr", ValueType::Float, "learning rate")
@@ -279,7 +364,6 @@ void register_components(ft::Registry& reg) {
       .optional("foreach", ValueType::Bool, "false", kForeachHelp);
   reg.add<ft::Optimizer>("torch.optim.SGD", sgd, "stochastic gradient descent (torch.optim.SGD)",
                          [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           note_implementation(cfg);
                            ftoptim::SgdHyperparameters h;
                            h.lr = cfg.get<double>("lr");
                            h.momentum = cfg.get<double>("momentum");
@@ -288,7 +372,8 @@ void register_components(ft::Registry& reg) {
                            h.nesterov = cfg.get<bool>("nesterov");
                            if (h.nesterov && (h.momentum <= 0 || h.dampening != 0))
                              cfg.fail("nesterov", "requires momentum > 0 and dampening = 0");
-                           return std::make_unique<SgdOptimizer>(std::move(args.params), h);
+                           return logged(cfg, std::make_unique<SgdOptimizer>(std::move(args.params), h,
+                                                                             cfg.get<bool>("fused")));
                          });
 }
 

@@ -8,6 +8,7 @@
 #include <ft/gradient_math.h>
 #include <ft/parallelism.h>
 #include <ft/registry.h>
+#include <ft/torch_compat.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -68,7 +69,7 @@ class SingleDevice final : public ft::Parallelism {
 
  private:
   struct AccumulatorHook {
-    std::shared_ptr<torch::autograd::Node> accumulator;
+    ft::compat::AutogradNodePtr accumulator;
     std::uintptr_t key;
   };
   std::shared_ptr<ft::Collectives> tensor_parallel_;

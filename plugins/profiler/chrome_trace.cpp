@@ -72,6 +72,7 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
   struct Totals {
     std::int64_t calls = 0;
     std::uint64_t total_us = 0;
+    std::uint64_t flops = 0;  // with_flops: LibTorch's estimate (matmuls, convolutions)
   };
   std::map<std::string, Totals> by_name;
   for (const auto& e : events) {
@@ -79,15 +80,19 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
     auto& t = by_name[e.name()];
     ++t.calls;
     t.total_us += static_cast<std::uint64_t>(ft::compat::event_duration_us(e));
+    t.flops += e.flops();
   }
+  const bool any_flops = std::any_of(by_name.begin(), by_name.end(), [](const auto& row) { return row.second.flops > 0; });
   std::vector<std::pair<std::string, Totals>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
   if (rows.size() > row_limit) rows.resize(row_limit);
-  std::string out = fmt::format("{:<48} {:>10} {:>14} {:>12}\n", "Name", "# Calls", "CPU total (us)", "CPU avg (us)");
+  std::string out = fmt::format("{:<48} {:>10} {:>14} {:>12}{}\n", "Name", "# Calls", "CPU total (us)", "CPU avg (us)",
+                                any_flops ? fmt::format(" {:>14}", "Total FLOPs") : "");
   for (const auto& [name, t] : rows)
-    out += fmt::format("{:<48} {:>10} {:>14} {:>12.1f}\n", name.substr(0, 48), t.calls, t.total_us,
-                       static_cast<double>(t.total_us) / static_cast<double>(t.calls));
+    out += fmt::format("{:<48} {:>10} {:>14} {:>12.1f}{}\n", name.substr(0, 48), t.calls, t.total_us,
+                       static_cast<double>(t.total_us) / static_cast<double>(t.calls),
+                       any_flops ? fmt::format(" {:>14}", t.flops) : "");
   out += "Totals include the time of nested operators (a call's children are inside its time).\n";
   return out;
 }

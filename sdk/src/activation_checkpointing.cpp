@@ -2,6 +2,7 @@
 // torch::autograd::Function<T>, whose context saves only IValues: the node must own the step
 // (a std::function with its captures) until its backward has run.
 #include <ft/activation_checkpointing.h>
+#include <ft/torch_compat.h>
 
 #include <ATen/Context.h>
 #include <ATen/Functions.h>
@@ -142,10 +143,8 @@ at::Tensor checkpointed(CheckpointedStep step, const at::Tensor& input, const Ch
   // The node becomes the output's grad_fn: the output must be a tensor of its own, not a view
   // or the input itself, whose autograd history would be overwritten.
   if (output.is_view() || output.is_alias_of(input)) output = output.clone();
-  auto node = std::shared_ptr<CheckpointedStepBackward>(
-      new CheckpointedStepBackward(std::move(step), SavedInput::pack(input, options.offload_input), input.device(),
-                                   std::move(at_forward)),
-      torch::autograd::deleteNode);
+  auto node = compat::make_autograd_node<CheckpointedStepBackward>(
+      std::move(step), SavedInput::pack(input, options.offload_input), input.device(), std::move(at_forward));
   node->set_next_edges(torch::autograd::collect_next_edges(input));
   torch::autograd::set_history(output, node);
   return output;

@@ -3,6 +3,7 @@
 // vocabulary-parallel cross-entropy built from them.
 #include <ft/errors.h>
 #include <ft/tensor_parallel.h>
+#include <ft/torch_compat.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -48,8 +49,7 @@ class TensorParallelBackward final : public torch::autograd::Node {
 
 at::Tensor attach(at::Tensor output, const at::Tensor& input, std::shared_ptr<Collectives> group,
                   BackwardReduction reduction) {
-  auto node = std::shared_ptr<TensorParallelBackward>(new TensorParallelBackward(std::move(group), reduction),
-                                                      torch::autograd::deleteNode);
+  auto node = compat::make_autograd_node<TensorParallelBackward>(std::move(group), reduction);
   node->set_next_edges(torch::autograd::collect_next_edges(input));
   torch::autograd::set_history(output, node);
   return output;

@@ -1,7 +1,7 @@
 // The size of an autograd graph, for tests that check what activation checkpointing keeps.
 #pragma once
 
-#include <torch/csrc/autograd/function.h>
+#include <ft/torch_compat.h>
 
 #include <memory>
 #include <set>
@@ -11,7 +11,7 @@
 namespace fttest {
 
 // Every node reachable from `root`, counted once; their names go to `names` when given.
-inline std::size_t graph_size(const std::shared_ptr<torch::autograd::Node>& root,
+inline std::size_t graph_size(const ft::compat::AutogradNodePtr& root,
                               std::set<std::string>* names = nullptr) {
   std::set<torch::autograd::Node*> seen;
   std::vector<torch::autograd::Node*> todo{root.get()};

@@ -1,6 +1,9 @@
 // The fthost binary end to end: exit codes and the messages a user sees.
 #include "test_helpers.h"
 
+#include <ft/torch_compat.h>
+#include <torch/version.h>
+
 namespace {
 
 using Result = fttest::CommandResult;
@@ -13,6 +16,13 @@ TEST(Cli, VersionAndHelp) {
   auto v = run("--version");
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.output.find("plugin ABI 5.0"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << v.output;
+#if FT_WITH_CUDA
+  EXPECT_NE(v.output.find("\nCUDA 13."), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find(", NCCL 2."), std::string::npos) << v.output;
+#else
+  EXPECT_NE(v.output.find("\nno CUDA, no NCCL"), std::string::npos) << v.output;
+#endif
   auto h = run("--help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.output.find("fthost ls [KIND] [-v]"), std::string::npos);
@@ -91,7 +101,6 @@ TEST(Cli, ValidateAppliesTheSeedsRules) {
       {"enable_activation_offloading=true", "enable_activation_offloading should only be True when training on CUDA"},
       {"clip_grad_norm=huge", "clip_grad_norm: expected a positive number or \"inf\", got \"huge\""},
       {"clip_grad_norm=-1", "clip_grad_norm: expected a positive number or \"inf\""},
-      {"device=cuda", "device: this fthost was built without CUDA"},
       {"device=tpu", "device: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\""},
       {"batch_size=0", "batch_size: expected an integer >= 1, got 0"},
       {"collate_fn=torchtune.data.left_pad_sequence", "left_pad_sequence collator is only for inference."},
@@ -104,6 +113,22 @@ TEST(Cli, ValidateAppliesTheSeedsRules) {
   EXPECT_EQ(run("validate --config " + kDemo + " clip_grad_norm=inf").exit_code, 0);
   EXPECT_EQ(run("validate --config " + kDemo + " 'clip_grad_norm=\"inf\"'").exit_code, 0);
   EXPECT_EQ(run("validate --config " + kDemo + " collate_fn=torchtune.data.padded_collate_sft").exit_code, 0);
+}
+
+// `validate` checks what the build supports; which GPUs a machine has only a run can see.
+TEST(Cli, CudaDeviceNeedsACudaBuildAndAVisibleGpu) {
+#if FT_WITH_CUDA
+  EXPECT_EQ(run("validate --config " + kDemo + " device=cuda").exit_code, 0);
+  if (ft::compat::cuda_device_count() == 0) {
+    auto r = run("--config " + kDemo + " device=cuda max_steps_per_epoch=1 output_dir=" + fttest::temp_dir());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("device: no CUDA device is visible to this process"), std::string::npos) << r.output;
+  }
+#else
+  auto r = run("validate --config " + kDemo + " device=cuda");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("device: this fthost was built without CUDA"), std::string::npos) << r.output;
+#endif
 }
 
 TEST(Cli, BrokenPluginDirFailsWithItsMessage) {

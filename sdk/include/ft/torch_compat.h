@@ -1,17 +1,19 @@
 // Every LibTorch call whose spelling differs between the LibTorch versions fthost builds
-// against (Debian's 1.13 CPU build, 2.x CUDA builds), or that reaches below the public tensor
-// API, lives here, so the rest of the code (host and plugins) has no version or CUDA
-// conditionals.
+// against (the pinned PyTorch wheel, docs/building.md, and a GPU machine's own PyTorch 2.11 or
+// newer), or that reaches below the public tensor API, lives here, so the rest of the code (host
+// and plugins) has no version or CUDA conditionals.
 #pragma once
 
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/StorageImpl.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -19,9 +21,26 @@
 
 #if FT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 namespace ft::compat {
+
+// Autograd nodes are owned through std::shared_ptr (freed by torch's iterative deleter, so a long
+// graph does not recurse) up to LibTorch 2.12, and through c10::intrusive_ptr from 2.13.
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
+using AutogradNodePtr = std::shared_ptr<torch::autograd::Node>;
+template <class NodeT, class... Args>
+std::shared_ptr<NodeT> make_autograd_node(Args&&... args) {
+  return std::shared_ptr<NodeT>(new NodeT(std::forward<Args>(args)...), torch::autograd::deleteNode);
+}
+#else
+using AutogradNodePtr = c10::intrusive_ptr<torch::autograd::Node>;
+template <class NodeT, class... Args>
+c10::intrusive_ptr<NodeT> make_autograd_node(Args&&... args) {
+  return c10::make_intrusive<NodeT>(std::forward<Args>(args)...);
+}
+#endif
 
 inline bool cuda_built() {
 #if FT_WITH_CUDA
@@ -35,6 +54,14 @@ inline std::int64_t cuda_device_count() {
   return cuda_built() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0;
 }
 
+inline void set_current_cuda_device(int index) {
+#if FT_WITH_CUDA
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
+#endif
+}
+
 struct CudaMemoryPeaks {
   double active_bytes = 0, allocated_bytes = 0, reserved_bytes = 0;
 };
@@ -42,14 +69,8 @@ struct CudaMemoryPeaks {
 inline CudaMemoryPeaks cuda_memory_peaks(int device_index) {
   CudaMemoryPeaks peaks;
 #if FT_WITH_CUDA
-  // The stat arrays are indexed by StatType; 2.x made the aggregate index a named constant.
-#if TORCH_VERSION_MAJOR >= 2
   constexpr auto aggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
-#else
-  constexpr auto aggregate = static_cast<std::size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
-#endif
   peaks.active_bytes = static_cast<double>(stats.active_bytes[aggregate].peak);
   peaks.allocated_bytes = static_cast<double>(stats.allocated_bytes[aggregate].peak);
   peaks.reserved_bytes = static_cast<double>(stats.reserved_bytes[aggregate].peak);

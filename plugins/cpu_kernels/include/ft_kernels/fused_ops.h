@@ -13,7 +13,7 @@ namespace ft_kernels {
 // x * rsqrt(mean(x^2, -1) + eps) * scale, the normalisation computed in float32.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& scale, double eps);
 
-// silu(gate) * up.
+// silu(gate) * up. CUDA tensors take the CUDA kernel (ft_cuda_kernels/swiglu.h).
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 
 // The cos/sin of every (position, frequency) a forward pass rotates by: [b or 1, s, half]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Downloads (on a Debian 12 machine) the .deb files scripts/cuda_check.sh unpacks on a CUDA
+# Downloads (on a Debian 12 machine) the .deb files scripts/gpu_check.sh unpacks on a CUDA
 # machine that has PyTorch but none of fthost's other build dependencies.
-#   scripts/cuda_check_debs.sh DEB_DIR
+#   scripts/gpu_check_debs.sh DEB_DIR
 set -euo pipefail
 mkdir -p "$1"
 cd "$1"
