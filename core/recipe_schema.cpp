@@ -27,7 +27,7 @@ const ft::Schema& recipe_schema() {
         .optional("save_every_n_steps", ValueType::Int, "0",
                   "also checkpoint every N optimizer steps as step_N (0: each epoch only)")
         .optional("keep_last_n", ValueType::Int, "0", "keep only the newest N complete checkpoints (0: all)")
-        .optional("num_threads", ValueType::Int, "0", "intra-op and OpenBLAS threads (0: all cores of this rank)")
+        .optional("num_threads", ValueType::Int, "0", "intra-op and BLAS threads (0: all cores of this rank)")
         .optional("collate_fn", ValueType::String, "", "torchtune spelling of the [collate] component")
         .optional("optimizer_in_bwd", ValueType::Bool, "false",
                   "step each parameter in backward as soon as its gradient is final, then free the gradient")

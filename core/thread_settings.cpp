@@ -31,7 +31,8 @@ ThreadPlan apply_thread_settings(int num_threads) {
   const int threads = num_threads > 0 ? num_threads : cores_available();
   at::set_num_threads(threads);
   plan.intra_op = at::get_num_threads();
-  // Looked up at run time: OpenBLAS is linked through LibTorch, and another BLAS may stand in.
+  // Looked up at run time: a LibTorch linked against OpenBLAS has a pool that
+  // at::set_num_threads does not reach; PyTorch's wheels use MKL, which it does reach.
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     set(threads);
@@ -39,7 +40,8 @@ ThreadPlan apply_thread_settings(int num_threads) {
     plan.openblas_found = true;
   }
   ft::log::info("threads: {} intra-op, {} (OMP_WAIT_POLICY={})", plan.intra_op,
-                plan.openblas_found ? std::to_string(plan.openblas) + " OpenBLAS" : std::string("no OpenBLAS found"),
+                plan.openblas_found ? std::to_string(plan.openblas) + " OpenBLAS"
+                                    : std::string("LibTorch's BLAS on the same threads"),
                 std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default");
   return plan;
 }

@@ -10,7 +10,6 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache lld
-  libopenblas0-pthread
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
   libgloo-dev

@@ -14,15 +14,10 @@ namespace {
 
 using namespace fttest::golden;
 
-struct CudaGoldenCase {
-  std::string name;
-  std::string loss;
-};
-
-class CudaGolden : public ::testing::TestWithParam<CudaGoldenCase> {};
+class CudaGolden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(CudaGolden, MatchesTorchtuneInFloat32) {
-  const CudaGoldenCase& c = GetParam();
+  const GoldenCase& c = GetParam();
   const std::string out = fttest::temp_dir();
   const auto r = fttest::run_fthost("--config " + fttest::write_temp("run.toml", config_for(c.name, c.loss, out)) +
                                     " device=cuda");
@@ -30,18 +25,8 @@ TEST_P(CudaGolden, MatchesTorchtuneInFloat32) {
   expect_matches_golden(c.name, out, r.output);
 }
 
-std::vector<CudaGoldenCase> cuda_golden_cases() {
-  std::vector<CudaGoldenCase> cases;
-  for (const char* name : {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"})
-    for (const char* loss : {"torch.nn.CrossEntropyLoss", "torchtune.modules.loss.CEWithChunkedOutputLoss",
-                             "torchtune.modules.loss.LinearCrossEntropyLoss"})
-      cases.push_back({name, loss});
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Golden, CudaGolden, ::testing::ValuesIn(cuda_golden_cases()), [](const auto& param_info) {
-  return param_info.param.name + "_" + param_info.param.loss.substr(param_info.param.loss.rfind('.') + 1);
-});
+INSTANTIATE_TEST_SUITE_P(Golden, CudaGolden, ::testing::ValuesIn(cases_with_every_loss()),
+                         [](const auto& param_info) { return case_test_name(param_info.param); });
 
 struct Bf16Run {
   std::string name;

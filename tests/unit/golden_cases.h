@@ -12,7 +12,10 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <ostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace fttest::golden {
 
@@ -33,6 +36,26 @@ inline std::vector<json> read_jsonl(const std::string& path) {
     if (!line.empty()) rows.push_back(json::parse(line));
   return rows;
 }
+
+// Every golden case with each loss the recipe is checked under.
+struct GoldenCase {
+  std::string name;
+  std::string loss;
+};
+
+inline std::vector<GoldenCase> cases_with_every_loss() {
+  std::vector<GoldenCase> cases;
+  for (const char* name : {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"})
+    for (const char* loss : {"torch.nn.CrossEntropyLoss", "torchtune.modules.loss.CEWithChunkedOutputLoss",
+                             "torchtune.modules.loss.LinearCrossEntropyLoss"})
+      cases.push_back({name, loss});
+  return cases;
+}
+
+inline std::ostream& operator<<(std::ostream& os, const GoldenCase& c) { return os << c.name << " / " << c.loss; }
+
+// A test name for a case: "llama3_untied_ga2_CrossEntropyLoss".
+inline std::string case_test_name(const GoldenCase& c) { return c.name + "_" + c.loss.substr(c.loss.rfind('.') + 1); }
 
 inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 

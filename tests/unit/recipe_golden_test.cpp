@@ -20,12 +20,6 @@ namespace {
 
 using namespace fttest::golden;
 
-struct GoldenCase {
-  std::string name;
-  std::string loss;
-};
-
-std::ostream& operator<<(std::ostream& os, const GoldenCase& c) { return os << c.name << " / " << c.loss; }
 
 class GoldenTrajectory : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -39,19 +33,8 @@ TEST_P(GoldenTrajectory, MatchesTorchtune) {
   expect_matches_golden(gc.name, out, result.output);
 }
 
-std::vector<GoldenCase> all_cases() {
-  std::vector<GoldenCase> cases;
-  for (const char* name : {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"})
-    for (const char* loss : {"torch.nn.CrossEntropyLoss", "torchtune.modules.loss.CEWithChunkedOutputLoss",
-                             "torchtune.modules.loss.LinearCrossEntropyLoss"})
-      cases.push_back({name, loss});
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Golden, GoldenTrajectory, ::testing::ValuesIn(all_cases()), [](const auto& param_info) {
-  std::string loss = param_info.param.loss.substr(param_info.param.loss.rfind('.') + 1);
-  return param_info.param.name + "_" + loss;
-});
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTrajectory, ::testing::ValuesIn(cases_with_every_loss()),
+                         [](const auto& param_info) { return case_test_name(param_info.param); });
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // Fused CPU operations for the Llama-family model and the cross-entropy losses: one pass over
 // memory forward and one backward, each a custom autograd function with a hand-written
-// gradient. Float32 and bfloat16 CPU tensors take the fused path; anything else (float64, CUDA)
-// takes the composite reference, which computes the same function with ATen ops.
+// gradient. Float32 and bfloat16 CPU tensors take the fused path; CUDA tensors take LibTorch's
+// fused operators or fthost's CUDA kernels where the function notes it, and the composite
+// reference (the same function in ATen ops) otherwise, as does float64.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -10,7 +11,8 @@
 
 namespace ft_kernels {
 
-// x * rsqrt(mean(x^2, -1) + eps) * scale, the normalisation computed in float32.
+// x * rsqrt(mean(x^2, -1) + eps) * scale, the normalisation computed in float32. CUDA tensors
+// take LibTorch's fused RMSNorm kernel.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& scale, double eps);
 
 // silu(gate) * up. CUDA tensors take the CUDA kernel (ft_cuda_kernels/swiglu.h).
