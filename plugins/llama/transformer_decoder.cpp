@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace ft_llama {
 
@@ -44,33 +45,22 @@ AttentionImpl::AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_freque
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
-  const std::int64_t b = x.size(0), s = x.size(1), group = num_heads_ / num_kv_heads_;
+  const std::int64_t b = x.size(0), s = x.size(1);
   at::Tensor q =
       apply_rotary_embedding(q_proj->forward(x).view({b, s, num_heads_, head_dim_}), positions, inverse_frequencies_);
   at::Tensor k = apply_rotary_embedding(k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_}), positions,
                                         inverse_frequencies_);
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
   if (kv_cache) return output_proj->forward(kv_cache->attend(q, k, v, positions));
-  if (x.is_cuda()) {
-    // LibTorch's fused attention (flash, cuDNN or memory-efficient, whichever the device and
-    // dtype allow): the [s, s] scores never exist in memory, and a causal mask is no tensor at all.
-    at::Tensor mask_4d = mask.defined() ? (mask.dim() == 2 ? mask : mask.unsqueeze(1)) : at::Tensor();
-    at::Tensor out = at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask_4d,
-                                                      0.0, /*is_causal=*/!mask.defined(), std::nullopt,
-                                                      /*enable_gqa=*/num_heads_ != num_kv_heads_);
-    return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
-  }
-  const at::Tensor allowed =
-      mask.defined() ? mask : at::ones({s, s}, x.options().dtype(at::kBool)).tril();
-  // Grouped-query attention without copying k/v per query head: the `group` query heads that
-  // share a kv head are stacked along the sequence axis of one matmul.
-  q = q.transpose(1, 2).reshape({b, num_kv_heads_, group * s, head_dim_});
-  k = k.transpose(1, 2);  // [b, kv, s, hd]
-  v = v.transpose(1, 2);
-  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).view({b, num_kv_heads_, group, s, s});
-  at::Tensor probs = ft_kernels::masked_softmax(scores, allowed, 1.0 / std::sqrt(static_cast<double>(head_dim_)))
-                         .view({b, num_kv_heads_, group * s, s});
-  at::Tensor out = at::matmul(probs, v).view({b, num_heads_, s, head_dim_});
+  // LibTorch's fused attention on every device: flash, cuDNN or memory-efficient kernels on CUDA,
+  // the flash kernel on the CPU, where it beat fthost's matmul + fused masked softmax path at every
+  // benchmark shape (bench/attention_cpu.cpp, docs/performance.md). The [s, s] scores never exist
+  // in memory, and a causal mask is no tensor at all.
+  std::optional<at::Tensor> mask_4d;  // nullopt, not an undefined tensor: LibTorch checks a given mask's dtype
+  if (mask.defined()) mask_4d = mask.dim() == 2 ? mask : mask.unsqueeze(1);
+  at::Tensor out = at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask_4d,
+                                                    0.0, /*is_causal=*/!mask.defined(), std::nullopt,
+                                                    /*enable_gqa=*/num_heads_ != num_kv_heads_);
   return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
 }
 
@@ -118,11 +108,8 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
   at::Tensor h = embedding_vocab_shard ? vocab_parallel_embedding(tok_embeddings, tokens, *embedding_vocab_shard)
                                        : at::embedding(tok_embeddings, tokens);
   if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
-  const std::int64_t s = tokens.size(1);
-  // One causal mask for every layer on the CPU; on CUDA an undefined mask means causal.
-  const at::Tensor allowed = mask.defined() || tokens.is_cuda()
-                                 ? mask
-                                 : at::ones({s, s}, tokens.options().dtype(at::kBool)).tril();
+  // An undefined mask means causal (attention's fused kernels need no mask tensor for it).
+  const at::Tensor& allowed = mask;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (unit_hooks) unit_hooks->before_forward(i);
     // Inside the unit hooks: a sharding strategy gathers the layer before its backward starts,
