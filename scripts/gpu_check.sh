@@ -9,7 +9,11 @@
 #   --debs DIR      fthost's other build dependencies as .deb files (scripts/gpu_check_debs.sh
 #                   downloads them on Debian 12), unpacked into a private prefix, never into /
 #   --fixtures DIR  the test fixtures (FT_FIXTURES; default ../shared/fixtures)
-#   --wheels DIR    torchtune, torchao and torchdata wheels, for the benchmark's torchtune side
+#   --wheels DIR    torchtune 0.6.1, torchao 0.11.0 and torchdata 0.11.0 with their dependencies, for
+#                   the benchmark's torchtune side (on a machine with PyPI: python3 -m pip download
+#                   -d DIR torchtune==0.6.1 torchao==0.11.0 torchdata==0.11.0, then delete the torch
+#                   and nvidia wheels: the GPU machine has its own); torchao 0.12 and later lack the
+#                   nf4tensor module torchtune 0.6.1 imports
 # FT_GPU_CHECK_TESTS narrows the GPU tests (a ctest -R regex) when device time is short.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,9 +74,10 @@ grep -E "tests passed|Failed|\*\*\*|Not Run" "$report/tests.log" | head -40
 
 section "GPU benchmark (bench/gpu_benchmark.py)"
 if [[ -n "$wheels" ]]; then
-  python3 -m pip install --no-index --find-links "$wheels" torchtune torchao torchdata >"$report/pip.log" 2>&1 \
+  python3 -m pip install --no-index --find-links "$wheels" torchtune==0.6.1 torchao==0.11.0 torchdata==0.11.0 \
+    >"$report/pip.log" 2>&1 \
     || echo "torchtune's wheels did not install (pip.log): the benchmark runs fthost alone"
 fi
-PYTHONUNBUFFERED=1 python3 bench/gpu_benchmark.py --fthost build-gpu/bin/fthost --report "$report"
+PYTHONUNBUFFERED=1 python3 bench/gpu_benchmark.py --fthost build-gpu/bin/fthost --report "$report" --fixtures "$fixtures"
 section "done"
 exit "$tests_rc"
