@@ -19,6 +19,21 @@ namespace fthost {
 
 namespace {
 
+// A collective's tensor as its error message names it, formatted only when there is an error.
+struct CollectiveTensor {
+  CollectiveTensor() = default;
+  CollectiveTensor(const at::Tensor& t)  // implicit: every collective passes its tensor
+      : numel(t.numel()), dtype(t.scalar_type()), device(t.device()), defined(true) {}
+  std::string text() const {
+    if (!defined) return "";
+    return " of " + std::to_string(numel) + " " + std::string(c10::toString(dtype)) + " elements on " + device.str();
+  }
+  std::int64_t numel = 0;
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  bool defined = false;
+};
+
 // One process group as ft::Collectives, over the c10d backends the seed's
 // init_process_group("cuda:nccl,cpu:gloo") gives: each collective goes to the backend of its
 // tensor's device (NCCL for CUDA tensors where the run is on CUDA, Gloo for CPU tensors).
@@ -111,25 +126,20 @@ class C10dCollectives final : public ft::Collectives {
 
   // Over Gloo: a barrier has no tensor, and Gloo's needs no device.
   void barrier() override {
-    guarded("barrier", *cpu_, at::Tensor(), [&] { cpu_->barrier()->wait(); });
+    guarded("barrier", *cpu_, CollectiveTensor{}, [&] { cpu_->barrier()->wait(); });
   }
 
-  // The cause first (the backend's own message), then what the rank was doing, then what a
-  // closed connection or a timeout usually means.
+  // What the rank was doing, the backend's own message, and only then what a lost connection or
+  // a timeout usually means.
   template <class Fn>
-  void guarded(const char* op, const c10d::Backend& backend, const at::Tensor& tensor, Fn&& fn) const {
-    guarded(op, backend, describe(tensor), std::forward<Fn>(fn));
-  }
-
-  template <class Fn>
-  void guarded(const char* op, const c10d::Backend& backend, const std::string& tensor, Fn&& fn) const {
+  void guarded(const char* op, const c10d::Backend& backend, const CollectiveTensor& tensor, Fn&& fn) const {
     try {
       fn();
     } catch (const ft::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw ft::Error("rank " + std::to_string(world_rank_) + ": " + backend.getBackendName() + " " + op + tensor +
-                      " across " + std::to_string(size()) + " ranks failed: " + first_line(e.what()) +
+      throw ft::Error("rank " + std::to_string(world_rank_) + ": " + backend.getBackendName() + " " + op +
+                      tensor.text() + " across " + std::to_string(size()) + " ranks failed: " + first_line(e.what()) +
                       " (when the cause is a lost connection or a timeout: another rank exited or did not answer "
                       "within " +
                       std::to_string(timeout_.count() / 1000) + " s, distributed_timeout_s)");
@@ -138,11 +148,6 @@ class C10dCollectives final : public ft::Collectives {
 
  private:
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-  static std::string describe(const at::Tensor& tensor) {
-    if (!tensor.defined()) return "";
-    return " of " + std::to_string(tensor.numel()) + " " + std::string(c10::toString(tensor.scalar_type())) +
-           " elements on " + tensor.device().str();
-  }
   static bool is_gloo(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
 
   c10d::Backend& backend_for(const at::Tensor& tensor) const {
@@ -161,7 +166,7 @@ class C10dCollectives final : public ft::Collectives {
           owner_(owner),
           op_(op),
           backend_(backend),
-          described_(describe(described)),
+          described_(described),
           keep_alive_(std::move(keep_alive)),
           then_(std::move(then)) {}
     void wait() override {
@@ -175,7 +180,7 @@ class C10dCollectives final : public ft::Collectives {
     const C10dCollectives* owner_;
     const char* op_;
     const c10d::Backend& backend_;
-    std::string described_;  // the tensor's size, dtype and device, for the error message
+    CollectiveTensor described_;
     at::Tensor keep_alive_;
     std::function<void()> then_;
   };
