@@ -72,14 +72,14 @@ at::Tensor reference_rms_norm(const at::Tensor& x, const at::Tensor& scale, doub
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& scale, double eps) {
-  if (x.is_cuda() && scale.dim() == 1 && x.size(-1) == scale.size(0) && scale.scalar_type() == x.scalar_type()) {
+  const bool scales_each_feature = scale.dim() == 1 && x.size(-1) == scale.size(0);
+  if (x.is_cuda() && scales_each_feature && scale.scalar_type() == x.scalar_type()) {
     // LibTorch's fused kernel, without its weight: it normalises in float32 and rounds once to
     // x's dtype, and the scale multiplies after that in x's dtype, as Hugging Face's and
     // torchtune's RMSNorm round (a weighted fused call would round the product once instead).
     return at::rms_norm(x, {x.size(-1)}, std::nullopt, eps) * scale;
   }
-  if (!takes_fused_path(x, scale) || scale.dim() != 1 || x.size(-1) != scale.size(0))
-    return reference_rms_norm(x, scale, eps);
+  if (!takes_fused_path(x, scale) || !scales_each_feature) return reference_rms_norm(x, scale, eps);
   return RmsNormFunction::apply(x, scale, eps);
 }
 

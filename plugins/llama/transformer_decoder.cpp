@@ -109,7 +109,6 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
                                        : at::embedding(tok_embeddings, tokens);
   if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
   // An undefined mask means causal (attention's fused kernels need no mask tensor for it).
-  const at::Tensor& allowed = mask;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (unit_hooks) unit_hooks->before_forward(i);
     // Inside the unit hooks: a sharding strategy gathers the layer before its backward starts,
@@ -117,10 +116,10 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
     if (i < checkpointed_layers.size() && checkpointed_layers[i]) {
       const DecoderLayer layer = layers[i];
       h = ft::checkpointed(
-          [layer, positions, allowed](const at::Tensor& x) { return layer->forward(x, positions, allowed); }, h,
+          [layer, positions, mask](const at::Tensor& x) { return layer->forward(x, positions, mask); }, h,
           ft::CheckpointOptions{offload_checkpointed_inputs});
     } else {
-      h = layers[i]->forward(h, positions, allowed);
+      h = layers[i]->forward(h, positions, mask);
     }
     if (unit_hooks) h = unit_hooks->after_forward(i, std::move(h));
   }

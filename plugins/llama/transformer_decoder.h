@@ -45,7 +45,7 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const DecoderConfig& cfg, at::Tensor inverse_frequencies);
   // mask: [s, s] (shared by the batch) or [b, s, s] bool, true = may attend; undefined: causal
-  // (the CUDA path then takes the fused causal kernels).
+  // (attention then takes LibTorch's fused causal kernels with no mask tensor).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
   // Tensor parallelism (prepare_mha_for_tp): this rank computes only these heads.
