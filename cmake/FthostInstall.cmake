@@ -1,9 +1,9 @@
-# Install layout: bin/fthost, lib/libftsdk.so, lib/libftsdk_torch.so, lib/libfthost_training.so,
+# Install layout: bin/fthost, lib/libftsdk.so, lib/libftsdk_torch.so, lib/libftsdk_nn.so, lib/libfthost_training.so,
 # lib/fthost/plugins/*.so with their *.so.manifest.json, include/ft/,
 # share/fthost/configs/ (the shipped configs and the demo's data), and the
-# CMake package `find_package(fthost)` -> fthost::sdk, fthost::sdk_core + fthost_add_plugin().
+# CMake package `find_package(fthost)` -> fthost::sdk, fthost::sdk_core, fthost::nn + fthost_add_plugin().
 install(TARGETS fthost RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ftsdk ftsdk_torch EXPORT fthostTargets LIBRARY DESTINATION lib)
+install(TARGETS ftsdk ftsdk_torch ftsdk_nn EXPORT fthostTargets LIBRARY DESTINATION lib)
 install(TARGETS fthost_training LIBRARY DESTINATION lib)
 install(DIRECTORY sdk/include/ft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY configs/ DESTINATION ${FTHOST_CONFIG_SUBDIR})

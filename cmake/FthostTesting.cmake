@@ -1,4 +1,5 @@
-# fthost_add_test(<name> SOURCES <src>... [LINK <lib>...] [PLUGINS <target>...])
+# fthost_add_test(<name> SOURCES <src>... [LINK <lib>...] [PLUGINS <target>...] [LABELS <l>...]
+#                 [FAMILY_GOLDENS])
 #
 # A GoogleTest executable of the in-tree suite: links fthost_core, GoogleTest's main and the
 # warning flags (plus LINK), and gets the paths the tests reach the build through as compile
@@ -7,15 +8,18 @@
 #   FT_TEST_PLUGIN_ROOT    the deliberately broken test plugins, one directory each
 #   FTHOST_BINARY          the fthost executable, for end-to-end runs (with its training library)
 #   FT_SOURCE_DIR          the source tree (configs, and ../shared/fixtures next to it)
+#   FT_FAMILY_GOLDEN_DIR   the newer families' golden cases, generated into the build tree
+# FAMILY_GOLDENS: its tests read those cases, so they require the ctest fixture that generates them.
 # It builds after fthost and the PLUGINS its tests load, and each of its tests becomes a ctest
 # test of the same name.
 include_guard(GLOBAL)
 include(GoogleTest)
 
 set(FTHOST_TEST_PLUGIN_ROOT "${CMAKE_BINARY_DIR}/test_plugins")
+set(FTHOST_FAMILY_GOLDEN_DIR "${CMAKE_BINARY_DIR}/family_goldens")
 
 function(fthost_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LINK;PLUGINS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "FAMILY_GOLDENS" "" "SOURCES;LINK;PLUGINS;LABELS" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "fthost_add_test(${name}): SOURCES is required")
   endif()
@@ -28,11 +32,18 @@ function(fthost_add_test name)
     FT_TEST_PLUGIN_ROOT="${FTHOST_TEST_PLUGIN_ROOT}"
     FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
     FTHOST_BINARY="$<TARGET_FILE:fthost>"
-    FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FT_FAMILY_GOLDEN_DIR="${FTHOST_FAMILY_GOLDEN_DIR}")
   add_dependencies(${name} fthost fthost_training ${ARG_PLUGINS})
-  set(labels)
+  set(properties)
   if(ARG_LABELS)
-    set(labels PROPERTIES LABELS "${ARG_LABELS}")
+    list(APPEND properties LABELS "${ARG_LABELS}")
   endif()
-  gtest_discover_tests(${name} WORKING_DIRECTORY "${CMAKE_BINARY_DIR}" DISCOVERY_TIMEOUT 60 ${labels})
+  if(ARG_FAMILY_GOLDENS)
+    list(APPEND properties FIXTURES_REQUIRED family_goldens)
+  endif()
+  if(properties)
+    set(properties PROPERTIES ${properties})
+  endif()
+  gtest_discover_tests(${name} WORKING_DIRECTORY "${CMAKE_BINARY_DIR}" DISCOVERY_TIMEOUT 60 ${properties})
 endfunction()

@@ -33,9 +33,11 @@ std::string dtype_name(c10::ScalarType type) { return c10::toString(type); }
 std::vector<ft::NamedTensor> cpu_copies(const std::vector<ft::NamedTensor>& tensors) {
   std::vector<ft::NamedTensor> out;
   out.reserve(tensors.size());
-  for (const auto& t : tensors)
-    out.push_back(
-        {t.name, t.tensor.detach().to(at::kCPU, t.tensor.scalar_type(), /*non_blocking=*/false, /*copy=*/true)});
+  for (const auto& t : tensors) {
+    // One fused entry at a time (Phi-3's qkv_proj): concatenated, copied, then dropped.
+    const at::Tensor value = ft::checkpoint_value(t).detach();
+    out.push_back({t.name, value.to(at::kCPU, value.scalar_type(), /*non_blocking=*/false, /*copy=*/true), {}});
+  }
   return out;
 }
 

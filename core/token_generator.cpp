@@ -52,8 +52,12 @@ std::vector<float> NextTokenLogits::run(const std::vector<std::int64_t>& tokens,
   if (use_kv_cache_) input.input_pos = at::arange(first_position, first_position + n, options).view({1, n});
   ft::OutputRequest request;
   request.hidden_only = true;  // only the last position is projected onto the vocabulary
-  const at::Tensor hidden = model_.forward(input, request).hidden.select(1, n - 1);  // [1, dim]
-  const at::Tensor logits = at::linear(hidden, model_.output_weight()).to(at::kFloat).cpu().contiguous().view(-1);
+  const ft::ModelOutput out = model_.forward(input, request);
+  const at::Tensor hidden = out.hidden.select(1, n - 1);  // [1, dim]
+  at::Tensor logits = at::linear(hidden, model_.output_weight());
+  // The model's own logits are soft-capped (Gemma 2); projecting here must not skip that.
+  if (out.final_logit_softcap > 0) logits = at::tanh(logits / out.final_logit_softcap) * out.final_logit_softcap;
+  logits = logits.to(at::kFloat).cpu().contiguous().view(-1);
   return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
 }
 

@@ -153,7 +153,7 @@ RecipeStateManifest read_manifest(const std::string& path) {
 
 std::vector<ParameterShape> parameter_shapes(ft::Model& model) {
   std::vector<ParameterShape> out;
-  for (const ft::NamedTensor& p : model.hf_parameters()) out.push_back({p.name, p.tensor.sizes().vec()});
+  for (const ft::NamedTensor& p : model.hf_parameters()) out.push_back({p.name, ft::checkpoint_shape(p)});
   return out;
 }
 

@@ -4,7 +4,10 @@
 # environment .venv, where CMake finds it (cmake/FthostTorch.cmake). Idempotent: it asks apt only
 # for what is missing (running `apt-get update` at most once) and pip only when a pinned version is
 # not the one installed.
-#   bash scripts/setup.sh
+#   bash scripts/setup.sh                    build and run
+#   bash scripts/setup.sh --with-references  also the reference implementations the tests'
+#                                            golden trajectories are made with (torchtune,
+#                                            transformers: scripts/reference-requirements.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,10 +20,13 @@ packages=(
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/yaml_config.cpp)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 )
-if [[ $# -gt 0 ]]; then
-  echo "setup: unknown option $1 (it takes none)" >&2
-  exit 2
-fi
+with_references=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-references) with_references=1 ;;
+    *) echo "setup: unknown option $arg (it takes --with-references)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -54,4 +60,15 @@ else
   echo "setup: installing $requirements into $venv (PyTorch with its CUDA libraries: about 4.5 GB)"
   "$venv/bin/python" -m pip install --progress-bar off -r "$requirements"
   "$venv/bin/python" scripts/check_requirements.py "$requirements" --verbose
+fi
+
+if ((with_references)); then
+  references=scripts/reference-requirements.txt
+  if "$venv/bin/python" scripts/check_requirements.py "$references"; then
+    echo "setup: $venv has every pinned reference package ($references)"
+  else
+    echo "setup: installing $references into $venv (torchtune, transformers: the tests' golden references)"
+    "$venv/bin/python" -m pip install --progress-bar off -r "$references"
+    "$venv/bin/python" scripts/check_requirements.py "$references" --verbose
+  fi
 fi

@@ -13,10 +13,12 @@ case "$mode" in
   "" | --sanitize | --fuzz) ;;
   *) echo "usage: $0 [--sanitize | --fuzz]" >&2; exit 2 ;;
 esac
-bash scripts/setup.sh
 if [[ "$mode" == --fuzz ]]; then
+  bash scripts/setup.sh
   exec bash scripts/fuzz.sh
 fi
+# The suite generates the newer families' golden trajectories with torchtune and transformers.
+bash scripts/setup.sh --with-references
 
 build_dir=build
 if [[ "$mode" == --sanitize ]]; then

@@ -46,8 +46,9 @@ namespace fs = std::filesystem;
 using ft::ValueType;
 
 const std::vector<std::string>& model_types() {
-  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3", "LLAMA3_2", "QWEN2",
-                                                 "QWEN2_5", "QWEN3",  "MISTRAL",  "GEMMA"};
+  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3",  "LLAMA3_2", "QWEN2",     "QWEN2_5",
+                                                 "QWEN3",   "MISTRAL", "GEMMA",    "GEMMA2",    "PHI3_MINI",
+                                                 "PHI4"};
   return types;
 }
 
@@ -144,14 +145,15 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     const auto start = ft::Clock::now();
     const std::vector<SafetensorsFile> files = open_checkpoint(dir, listed);
 
-    std::map<std::string, at::Tensor> params;
+    // By name; an entry may be several live parameters the checkpoint stores as one tensor.
+    std::map<std::string, ft::NamedTensor> params;
     for (ft::NamedTensor& p : model.hf_parameters())
-      if (!params.emplace(p.name, p.tensor).second)
+      if (!params.emplace(p.name, p).second)
         throw ft::Error("model lists parameter \"" + p.name + "\" twice (a bug in the model plugin)");
 
     // Plan every copy first: names, shapes and duplicates across shards.
     struct Copy {
-      at::Tensor param;
+      const ft::NamedTensor* param;
       const SafetensorsFile* file;
       const TensorRecord* record;
     };
@@ -172,11 +174,11 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
         }
         if (auto [prev, fresh] = loaded_from.emplace(r.name, file.path()); !fresh)
           throw ft::Error(where + "also in " + prev->second);
-        const at::Tensor& param = it->second;
-        if (param.sizes() != at::IntArrayRef(r.shape))
+        const std::vector<std::int64_t> shape = ft::checkpoint_shape(it->second);
+        if (shape != r.shape)
           throw ft::Error(where + "shape " + ft::shape_text(r.shape) + " in the checkpoint but " +
-                          ft::shape_text(param.sizes()) + " in the model");
-        copies.push_back({param, &file, &r});
+                          ft::shape_text(shape) + " in the model");
+        copies.push_back({&it->second, &file, &r});
       }
     }
     std::vector<std::string> missing;
@@ -196,7 +198,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     {
       torch::NoGradGuard no_grad;
       for (const Copy& c : copies) {
-        c.param.copy_(c.file->tensor(*c.record));
+        ft::assign_checkpoint_value(*c.param, c.file->tensor(*c.record));
         bytes += c.record->byte_size();
       }
     }
@@ -221,7 +223,8 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     const fs::path partial = out / ("." + tag + ".partial-" + pid);
     const fs::path final_dir = out / tag;
 
-    std::vector<ft::NamedTensor> tensors = model.hf_parameters();
+    std::vector<ft::NamedTensor> tensors;
+    for (const ft::NamedTensor& p : model.hf_parameters()) tensors.push_back({p.name, ft::checkpoint_value(p), {}});
     if (tensors.empty()) throw ft::Error("model has no parameters to save");
     const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
     ShardedWrite written;

@@ -1,4 +1,5 @@
-// Plugin ft_llama: Llama 2/3/3.1/3.2 and Qwen 2/2.5 decoders and their tensor-parallel plans.
+// Plugin ft_llama: the Llama 2/3.x, Mistral, Qwen 2/2.5/3, Gemma, Gemma 2 and Phi-3/4 decoders
+// and their tensor-parallel plans.
 #include "llama_components.h"
 
 #include <ft/plugin.h>

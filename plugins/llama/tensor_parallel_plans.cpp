@@ -2,8 +2,9 @@
 // 3.1 / 3.3 configs name. fthost.tensor_parallel_plan: a plan written out in the config, module
 // patterns listed under their style.
 //
-// base_llama_tp_plan: fthost's Qwen 2 / 2.5 decoders have the same modules (their q/k/v biases are
-// split with the weights), so the plan applies to them too; torchtune has no separate one.
+// base_llama_tp_plan: every fthost decoder has the same modules (Qwen 2's q/k/v biases are split
+// with the weights; Qwen 3's per-head q/k norms and Gemma 2's extra norms stay whole), so the plan
+// applies to every family; torchtune has a separate one only for Qwen 3, with the same splits.
 //
 // The training plan lists the sequence-parallel entries of torchtune's (norms, the attention and
 // MLP inputs): fthost keeps those activations whole on every rank, so the layers communicate by
@@ -90,14 +91,18 @@ void register_tensor_parallel_plans(ft::Registry& reg) {
       .optional("inference", ft::ValueType::Bool, "false",
                 "the inference plan: the same splits without the sequence-parallel entries")
       .optional("enable_fp8_training", ft::ValueType::Bool, "false", "only false: float8 training is not supported");
+  auto plan = [](const ft::ConfigNode& cfg, ft::TensorParallelPlan::Args) {
+    if (cfg.get<bool>("enable_fp8_training"))
+      cfg.fail("enable_fp8_training", "float8 training is not supported by fthost; set it to false");
+    return std::make_unique<FixedPlan>(cfg.get<bool>("inference") ? inference_plan() : training_plan());
+  };
   reg.add<ft::TensorParallelPlan>(
       "torchtune.models.llama3.base_llama_tp_plan", schema,
-      "Llama 3.x / Qwen 2 Megatron plan: q/k/v, w1/w3, output colwise; output_proj, w2, tok_embeddings rowwise",
-      [](const ft::ConfigNode& cfg, ft::TensorParallelPlan::Args) {
-        if (cfg.get<bool>("enable_fp8_training"))
-          cfg.fail("enable_fp8_training", "float8 training is not supported by fthost; set it to false");
-        return std::make_unique<FixedPlan>(cfg.get<bool>("inference") ? inference_plan() : training_plan());
-      });
+      "Megatron plan of every fthost decoder: q/k/v, w1/w3, output colwise; output_proj, w2, tok_embeddings rowwise",
+      plan);
+  // torchtune's Qwen 3 plan splits the same modules (its q/k norms stay whole, as here).
+  reg.add<ft::TensorParallelPlan>("torchtune.models.qwen3.tp_plan", schema,
+                                  "Qwen 3's plan: the same Megatron split as base_llama_tp_plan", plan);
 }
 
 }  // namespace ft_llama

@@ -84,9 +84,13 @@ class LinearCrossEntropy final : public ft::Loss {
     if (keep.numel() == 0) return total + 0.0 * hidden.sum();  // keeps the graph connected
     const auto hidden_chunks = kept_hidden.chunk(chunks_, 0);
     const auto target_chunks = kept_targets.chunk(chunks_, 0);
-    for (std::size_t i = 0; i < hidden_chunks.size(); ++i)
-      total = total +
-              cross_entropy_sum(at::linear(hidden_chunks[i], weight), target_chunks[i], ignore_index_, out.vocab_shard);
+    const double cap = out.final_logit_softcap;
+    for (std::size_t i = 0; i < hidden_chunks.size(); ++i) {
+      at::Tensor logits = at::linear(hidden_chunks[i], weight);
+      // The model's own logits are soft-capped (Gemma 2): the loss computes the same logits.
+      if (cap > 0) logits = at::tanh(logits / cap) * cap;
+      total = total + cross_entropy_sum(logits, target_chunks[i], ignore_index_, out.vocab_shard);
+    }
     return total;
   }
 

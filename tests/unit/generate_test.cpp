@@ -18,11 +18,12 @@ namespace {
 
 using fttest::golden::json;
 
-const std::vector<std::string> kCases = {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"};
+using fttest::golden::fixture_of;
 
-std::string fixture_of(const std::string& case_name) {
-  const json c = fttest::golden::read_json(fttest::golden::golden_dir() + "/cases.json").at(case_name);
-  return fttest::golden::golden_dir() + "/" + c.at("fixture").get<std::string>();
+std::vector<std::string> every_case() {
+  std::vector<std::string> cases = fttest::golden::shared_case_names();
+  for (const auto& name : fttest::golden::family_case_names()) cases.push_back(name);
+  return cases;
 }
 
 // The fixture directory's model and weights, as `fthost generate --checkpoint DIR` builds them.
@@ -58,7 +59,8 @@ class GoldenGeneration : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenGeneration, FirstGeneratedPositionHasTorchtunesLastPositionLogits) {
   const std::string case_name = GetParam();
-  const json initial = fttest::golden::read_json(fttest::golden::golden_dir() + "/" + case_name + ".initial.json");
+  const json initial =
+      fttest::golden::read_json(fttest::golden::golden_dir_of(case_name) + "/" + case_name + ".initial.json");
   const auto prompt = sample_tokens(case_name, initial.at("longest_sample_index").get<std::size_t>());
   ASSERT_EQ(prompt.size(), initial.at("longest_sample_len").get<std::size_t>());
   const auto expected = initial.at("longest_sample_last_pos_logits_first8").get<std::vector<double>>();
@@ -111,7 +113,7 @@ TEST_P(GoldenGeneration, CachedLogitsEqualTheFullForwardAtEveryPosition) {
   EXPECT_LT((cached - expected).abs().max().item<double>(), 1e-5) << case_name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenGeneration, ::testing::ValuesIn(kCases));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenGeneration, ::testing::ValuesIn(every_case()));
 
 TEST(KvCache, BatchRowsAtTheirOwnPositionsEqualEachRowAlone) {
   auto c = load_fixture("llama3_untied_ga2");

@@ -1,5 +1,8 @@
-// The golden torchtune cases ($FT_FIXTURES/golden) as fthost run configurations, and independent
-// readers for what a run leaves behind (JSONL metrics, float32 safetensors).
+// The golden cases as fthost run configurations, and independent readers for what a run leaves
+// behind (JSONL metrics, float32 safetensors). Two sources, one format: $FT_FIXTURES/golden
+// (Llama 3 / 3.1, Qwen 2, computed with torchtune's model code) and the newer families' cases
+// that tests/golden/make_family_goldens.py generates into the build tree before the tests run
+// (torchtune's or transformers' model code; the ctest fixture `family_goldens`).
 #pragma once
 
 #include "test_helpers.h"
@@ -8,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -23,10 +27,50 @@ using nlohmann::json;
 
 inline std::string golden_dir() { return fttest::fixtures_dir() + "/golden"; }
 
+// FT_FAMILY_GOLDENS overrides where the generated cases are (default: the build tree's).
+inline std::string family_golden_dir() {
+  const char* dir = std::getenv("FT_FAMILY_GOLDENS");
+  return dir && *dir ? dir : FT_FAMILY_GOLDEN_DIR;
+}
+
 inline json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   return json::parse(in);
+}
+
+// The newer families' cases (tests/golden/make_family_goldens.py names them; a test checks that
+// the generation holds exactly these). Fixed here because test parameters are listed before the
+// ctest fixture generates anything.
+inline std::vector<std::string> family_case_names() {
+  return {"qwen3_tied_ga2_clip",      "qwen3_untied",         "gemma_tied_ga2_clip",
+          "gemma2_ga2_clip",          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip"};
+}
+
+// The directory holding a case: the shared fixtures' or the generated families'.
+inline std::string golden_dir_of(const std::string& case_name) {
+  static const json shared = read_json(golden_dir() + "/cases.json");
+  return shared.contains(case_name) ? golden_dir() : family_golden_dir();
+}
+
+inline json case_of(const std::string& case_name) {
+  const std::string dir = golden_dir_of(case_name);
+  if (dir != golden_dir() && !boost::filesystem::exists(dir + "/.complete"))
+    throw std::runtime_error(dir + " holds no complete generation of the family goldens (the ctest fixture "
+                             "family_goldens makes it with tests/golden/make_family_goldens.py)");
+  return read_json(dir + "/cases.json").at(case_name);
+}
+
+inline std::string fixture_of(const std::string& case_name) {
+  return golden_dir_of(case_name) + "/" + case_of(case_name).at("fixture").get<std::string>();
+}
+
+// The HF checkpointer's model_type for a fixture's config.json model_type.
+inline std::string checkpointer_model_type(const std::string& hf_model_type) {
+  static const std::map<std::string, std::string> types = {
+      {"llama", "LLAMA3"}, {"qwen2", "QWEN2"},   {"qwen3", "QWEN3"},    {"gemma", "GEMMA"},
+      {"gemma2", "GEMMA2"}, {"mistral", "MISTRAL"}, {"phi3", "PHI3_MINI"}};
+  return types.at(hf_model_type);
 }
 
 inline std::vector<json> read_jsonl(const std::string& path) {
@@ -43,14 +87,20 @@ struct GoldenCase {
   std::string loss;
 };
 
-inline std::vector<GoldenCase> cases_with_every_loss() {
+inline std::vector<std::string> shared_case_names() {
+  return {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"};
+}
+
+inline std::vector<GoldenCase> with_every_loss(const std::vector<std::string>& names) {
   std::vector<GoldenCase> cases;
-  for (const char* name : {"llama3_untied_ga2", "llama31_tied_clip", "qwen2_tied_ga2_clip"})
+  for (const auto& name : names)
     for (const char* loss : {"torch.nn.CrossEntropyLoss", "torchtune.modules.loss.CEWithChunkedOutputLoss",
                              "torchtune.modules.loss.LinearCrossEntropyLoss"})
       cases.push_back({name, loss});
   return cases;
 }
+
+inline std::vector<GoldenCase> cases_with_every_loss() { return with_every_loss(shared_case_names()); }
 
 inline std::ostream& operator<<(std::ostream& os, const GoldenCase& c) { return os << c.name << " / " << c.loss; }
 
@@ -63,11 +113,11 @@ inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(s
 // `batch_size` / `grad_accum` 0: the case's own.
 inline std::string config_for(const std::string& case_name, const std::string& loss_component,
                               const std::string& out_dir, int batch_size = 0, int grad_accum = 0) {
-  const json c = read_json(golden_dir() + "/cases.json").at(case_name);
+  const json c = case_of(case_name);
   const json& h = c.at("hyperparameters");
-  const std::string fixture = golden_dir() + "/" + c.at("fixture").get<std::string>();
+  const std::string fixture = fixture_of(case_name);
   const json hf_config = read_json(fixture + "/config.json");
-  const std::string model_type = hf_config.at("model_type") == "qwen2" ? "QWEN2" : "LLAMA3";
+  const std::string model_type = checkpointer_model_type(hf_config.at("model_type").get<std::string>());
   auto value = [&](const char* key, const std::string& fallback) {
     return h.contains(key) ? h.at(key).get<std::string>() : fallback;
   };
@@ -134,7 +184,7 @@ inline std::map<std::string, std::vector<float>> read_saved_model(const std::str
 // Every logged step against the case's expected trajectory, and the saved epoch_0 weights
 // against its final-weight statistics, with the fixtures' README tolerances.
 inline void expect_matches_golden(const std::string& case_name, const std::string& out, const std::string& run_output) {
-  const auto expected = read_jsonl(golden_dir() + "/" + case_name + ".expected.jsonl");
+  const auto expected = read_jsonl(golden_dir_of(case_name) + "/" + case_name + ".expected.jsonl");
   const auto logged = read_jsonl(out + "/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), expected.size()) << run_output;
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -148,7 +198,7 @@ inline void expect_matches_golden(const std::string& case_name, const std::strin
     EXPECT_LT(rel_diff(l.at("grad_norm"), e.at("grad_norm")), 2e-4) << l.at("grad_norm") << " vs " << e.at("grad_norm");
   }
 
-  const json final_weights = read_json(golden_dir() + "/" + case_name + ".final_weights.json");
+  const json final_weights = read_json(golden_dir_of(case_name) + "/" + case_name + ".final_weights.json");
   const auto saved = read_saved_model(out + "/epoch_0");
   for (const auto& [tensor, stats] : final_weights.items()) {
     SCOPED_TRACE(tensor);

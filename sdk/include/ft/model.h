@@ -41,13 +41,30 @@ struct ModelOutput {
   // Set under tensor parallelism when the logits, and output_weight(), hold only this rank's
   // slice of the vocabulary (loss parallel): the loss must use vocab_parallel_cross_entropy_sum.
   std::optional<VocabShard> vocab_shard;
+  // Set with hidden_only when the model soft-caps its logits (Gemma 2: cap * tanh(logits / cap)):
+  // a loss that projects `hidden` itself must cap what it computes. 0: no cap.
+  double final_logit_softcap = 0;
 };
 
 // One parameter under its Hugging Face name. `tensor` is the live parameter (same storage).
 struct NamedTensor {
+  NamedTensor() = default;
+  NamedTensor(std::string name_, at::Tensor tensor_, std::vector<at::Tensor> parts_ = {})
+      : name(std::move(name_)), tensor(std::move(tensor_)), parts(std::move(parts_)) {}
   std::string name;
   at::Tensor tensor;
+  // Set instead of `tensor` when the checkpoint stores several live parameters as one tensor
+  // (Phi-3's qkv_proj = [q; k; v]): the parts, concatenated along dimension 0 in this order.
+  // Read and write such an entry through checkpoint_value / assign_checkpoint_value.
+  std::vector<at::Tensor> parts;
 };
+
+// The tensor a checkpoint holds under `t.name`: the live parameter, or the parts concatenated (a
+// copy, made only when asked for, so listing a model's names and shapes allocates nothing).
+at::Tensor checkpoint_value(const NamedTensor& t);
+std::vector<std::int64_t> checkpoint_shape(const NamedTensor& t);
+// Copies `value` (checkpoint_shape(t), any dtype and device) into the live parameter or parts.
+void assign_checkpoint_value(const NamedTensor& t, const at::Tensor& value);
 
 // A group of parameters that sharded data parallelism gathers and frees together: torchtune's
 // FSDP wraps each transformer layer this way. Units are listed in forward order.

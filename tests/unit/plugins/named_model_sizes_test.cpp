@@ -5,13 +5,13 @@
 // built ft_llama plugin.
 #include "named_model_sizes.h"
 #include "test_helpers.h"
-#include "transformer_decoder.h"
+#include <ft/nn/transformer_decoder.h>
 
 #include <map>
 
 namespace {
 
-using ft_llama::DecoderConfig;
+using ft::nn::DecoderConfig;
 using ft_llama::named_model_sizes;
 
 // Published totals, e.g. Llama 3 8B = 8,030,261,248 (Meta's model card rounds it to 8.03B).
@@ -32,6 +32,30 @@ const std::map<std::string, std::int64_t> kPublishedParameters = {
     {"torchtune.models.qwen2_5.qwen2_5_3b", 3085938688},
     {"torchtune.models.qwen2_5.qwen2_5_7b_base", 7615616512},
     {"torchtune.models.qwen2_5.qwen2_5_7b_instruct", 7615616512},
+    {"torchtune.models.llama3.llama3_70b", 70553706496},
+    {"torchtune.models.llama3_1.llama3_1_70b", 70553706496},
+    {"torchtune.models.llama3_3.llama3_3_70b", 70553706496},
+    // Qwen 3: the Hub's counts of the stored tensors; 1.7B's checkpoint also stores its tied
+    // lm_head (2,031,739,904 with it), its model card's 1.7B is without.
+    {"torchtune.models.qwen3.qwen3_0_6b_base", 596049920},
+    {"torchtune.models.qwen3.qwen3_0_6b_instruct", 596049920},
+    {"torchtune.models.qwen3.qwen3_1_7b_base", 1720574976},
+    {"torchtune.models.qwen3.qwen3_1_7b_instruct", 1720574976},
+    {"torchtune.models.qwen3.qwen3_4b_base", 4022468096},
+    {"torchtune.models.qwen3.qwen3_4b_instruct", 4022468096},
+    {"torchtune.models.qwen3.qwen3_8b_base", 8190735360},
+    {"torchtune.models.qwen3.qwen3_8b_instruct", 8190735360},
+    {"torchtune.models.qwen3.qwen3_14b_base", 14768307200},
+    {"torchtune.models.qwen3.qwen3_14b_instruct", 14768307200},
+    {"torchtune.models.qwen3.qwen3_32b", 32762123264},
+    {"torchtune.models.gemma.gemma_2b", 2506172416},
+    {"torchtune.models.gemma.gemma_7b", 8537680896},
+    {"torchtune.models.gemma2.gemma2_2b", 2614341888},
+    {"torchtune.models.gemma2.gemma2_9b", 9241705984},
+    {"torchtune.models.gemma2.gemma2_27b", 27227128320},
+    {"torchtune.models.mistral.mistral_7b", 7241732096},
+    {"torchtune.models.phi3.phi3_mini", 3821079552},
+    {"torchtune.models.phi4.phi4_14b", 14659507200},
 };
 
 const ft_llama::NamedModelSize& named(const std::string& component) {
@@ -83,8 +107,41 @@ TEST(NamedModelSizes, PositionsRopeAndNormsAsPublished) {
   }
 }
 
+// The newer families' architecture switches, from their published config.json files.
+TEST(NamedModelSizes, NewFamiliesAsPublished) {
+  for (const auto& size : named_model_sizes()) {
+    const DecoderConfig& c = size.config;
+    SCOPED_TRACE(size.component);
+    if (c.family == "qwen3") {
+      EXPECT_TRUE(c.qk_norm);
+      EXPECT_FALSE(c.qkv_bias);
+      EXPECT_EQ(c.resolved_head_dim(), 128);
+    } else if (c.family == "gemma" || c.family == "gemma2") {
+      EXPECT_TRUE(c.norm_adds_one && c.scale_embeddings && c.tie_word_embeddings);
+      EXPECT_EQ(c.activation, ft::nn::MlpActivation::GeluTanh);
+      EXPECT_EQ(c.post_norms, c.family == "gemma2");
+      if (c.family == "gemma2") {
+        // Gemma 2's config.json: attn_logit_softcapping 50, final_logit_softcapping 30 (torchtune's
+        // named builders pass them the other way round).
+        EXPECT_EQ(c.attn_logit_softcap, 50.0);
+        EXPECT_EQ(c.final_logit_softcap, 30.0);
+        EXPECT_EQ(c.sliding_window, 4096);
+        EXPECT_EQ(c.layer_sliding_window(0), 4096);
+        EXPECT_EQ(c.layer_sliding_window(1), 0);
+      }
+    } else if (c.family == "mistral") {
+      EXPECT_EQ(c.sliding_window, 4096);
+      EXPECT_EQ(c.max_seq_len, 32768);
+    }
+  }
+  EXPECT_DOUBLE_EQ(named("torchtune.models.gemma2.gemma2_27b").config.attention_scale(), 1.0 / 12.0);
+  EXPECT_DOUBLE_EQ(named("torchtune.models.gemma2.gemma2_9b").config.attention_scale(), 1.0 / 16.0);
+  EXPECT_EQ(named("torchtune.models.phi4.phi4_14b").config.rope_base, 250000.0);
+  EXPECT_EQ(named("torchtune.models.phi3.phi3_mini").config.sliding_window, 2047);
+}
+
 std::int64_t allocated_parameters(const DecoderConfig& config) {
-  ft_llama::TransformerDecoder decoder(config);
+  ft::nn::TransformerDecoder decoder(config);
   std::int64_t total = 0;
   for (const auto& p : decoder->parameters()) total += p.numel();
   return total;
@@ -111,6 +168,11 @@ TEST(NamedModelSizes, ShapeCountEqualsAllocatedParameters) {
           c.head_dim = head_dim;
           EXPECT_EQ(c.parameter_count(), allocated_parameters(c))
               << "tied " << tied << " bias " << bias << " kv " << kv << " head_dim " << head_dim;
+          // Qwen 3's q/k norms and Gemma 2's post norms add parameters too.
+          DecoderConfig extended = c;
+          extended.qk_norm = true;
+          extended.post_norms = true;
+          EXPECT_EQ(extended.parameter_count(), allocated_parameters(extended));
         }
       }
     }

@@ -2,11 +2,13 @@
 // position fed so far stay here, so a new token attends to them without recomputing the prefix.
 #pragma once
 
+#include <ft/nn/attention_scores.h>
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 
-namespace ft_llama {
+namespace ft::nn {
 
 class KVCache {
  public:
@@ -15,8 +17,10 @@ class KVCache {
   // q: [b, s, heads, head_dim], k and v: [b, s, kv_heads, head_dim] (after the rotary embedding),
   // positions: [b, s] or [s] int64, where the s tokens sit in their sequences. Writes k and v
   // there, then returns the grouped-query attention of q over the cached positions up to each
-  // token's own: [b, s, heads * head_dim]. Scores and softmax in float32, as the full forward.
-  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& positions);
+  // token's own (within `scores.sliding_window` of it when set): [b, s, heads * head_dim].
+  // Scores and softmax in float32.
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& positions,
+                    const AttentionScores& scores);
 
   // Zeroes the cached keys and values for a new sequence.
   void reset();
@@ -34,4 +38,4 @@ class KVCache {
   at::Tensor keys_, values_;
 };
 
-}  // namespace ft_llama
+}  // namespace ft::nn

@@ -1,9 +1,9 @@
-// Tensor parallelism for the Llama-family decoder (Megatron layout, ft/tensor_parallel.h):
-// applying a plan to the decoder's modules (slicing their parameters, local head counts), the
-// forward pieces the modules call once split, and gathering the slices back for a checkpoint.
+// Tensor parallelism for the decoder (Megatron layout, ft/tensor_parallel.h): applying a plan to
+// the decoder's modules (slicing their parameters, local head counts) and gathering the slices
+// back for a checkpoint. The forward pieces the split modules call are in tensor_parallel_ops.h.
 #pragma once
 
-#include "transformer_decoder.h"
+#include <ft/nn/transformer_decoder.h>
 
 #include <ft/collectives.h>
 #include <ft/tensor_parallel.h>
@@ -15,17 +15,7 @@
 #include <optional>
 #include <vector>
 
-namespace ft_llama {
-
-// A rowwise projection: this rank's partial output, summed over `group`, then the bias.
-at::Tensor rowwise_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                   const std::shared_ptr<ft::Collectives>& group);
-// The input of a colwise region (attention, MLP): its gradient is summed over `group` in
-// backward. `x` itself when `group` is nullptr.
-at::Tensor colwise_parallel_input(const at::Tensor& x, const std::shared_ptr<ft::Collectives>& group);
-// A rowwise (vocabulary-sharded) embedding: each rank looks up the ids in its slice, zeros for
-// the others, and the rows are summed over the group (exactly one rank contributes each).
-at::Tensor vocab_parallel_embedding(const at::Tensor& weight, const at::Tensor& tokens, const ft::VocabShard& shard);
+namespace ft::nn {
 
 // What applying a plan split, for the gradient norm, the checkpoint and the output projection.
 struct DecoderSplits {
@@ -48,4 +38,4 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
 // Collective over splits.group: every split parameter whole while `fn` runs, then its slice again.
 void with_whole_parameters(const DecoderSplits& splits, const std::function<void()>& fn);
 
-}  // namespace ft_llama
+}  // namespace ft::nn

@@ -1,4 +1,5 @@
-#include "llama_model.h"
+#include <ft/nn/decoder_model.h>
+#include <ft/nn/tensor_parallel_ops.h>
 
 #include <ft/errors.h>
 #include <ft/log.h>
@@ -7,14 +8,11 @@
 #include <ft_kernels/row_kernels.h>
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <vector>
 
-namespace ft_llama {
-
-namespace {
+namespace ft::nn {
 
 std::string hf_dtype_name(c10::ScalarType t) {
   switch (t) {
@@ -23,6 +21,8 @@ std::string hf_dtype_name(c10::ScalarType t) {
     default: return "float32";
   }
 }
+
+namespace {
 
 // Which fused CPU kernels run (FT_CPU_KERNELS), said once per process; an unknown value of the
 // variable fails here, before any training.
@@ -39,14 +39,15 @@ void log_cpu_kernels_once() {
 
 }  // namespace
 
-LlamaFamilyModel::LlamaFamilyModel(const DecoderConfig& config, const ft::Model::Args& args) : dtype_(args.dtype) {
+DecoderModel::DecoderModel(const DecoderConfig& config, const ft::Model::Args& args, HfLayout layout)
+    : dtype_(args.dtype), layout_(layout) {
   if (args.device.is_cpu()) log_cpu_kernels_once();
   decoder_ = TransformerDecoder(config);
   initialize_weights(*decoder_, args.seed);
   decoder_->to(args.device, args.dtype);
 }
 
-ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft::OutputRequest& request) {
+ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::OutputRequest& request) {
   const at::Tensor& tokens = input.tokens;
   const DecoderConfig& cfg = decoder_->config;
   if (tokens.dim() != 2 || tokens.scalar_type() != at::kLong)
@@ -74,6 +75,7 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
   }
   if (request.hidden_only) {
     out.hidden = hidden;
+    out.final_logit_softcap = cfg.final_logit_softcap;
     return out;
   }
   const at::Tensor& weight = decoder_->output_weight();
@@ -81,13 +83,14 @@ ft::ModelOutput LlamaFamilyModel::forward(const ft::ModelInput& input, const ft:
   // (torchtune's loop) holds the same logits at once, but its backward produced one [vocab, dim]
   // weight gradient per chunk and summed them: num_output_chunks extra passes over the largest
   // matrix, and matmuls of a chunk's few rows each.
-  const at::Tensor logits = at::linear(hidden, weight);
+  at::Tensor logits = at::linear(hidden, weight);
+  if (cfg.final_logit_softcap > 0) logits = at::tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap;
   const int chunks = std::max(1, request.num_output_chunks);
   out.logits = chunks == 1 ? std::vector<at::Tensor>{logits} : logits.chunk(chunks, 1);
   return out;
 }
 
-void LlamaFamilyModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
+void DecoderModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
   const DecoderConfig& cfg = decoder_->config;
   if (max_seq_len > cfg.max_seq_len)
     throw ft::Error("model: a KV cache of " + std::to_string(max_seq_len) + " positions exceeds max_seq_len " +
@@ -96,17 +99,17 @@ void LlamaFamilyModel::setup_caches(std::int64_t batch_size, std::int64_t max_se
   caches_set_up_ = true;
 }
 
-void LlamaFamilyModel::reset_caches() {
+void DecoderModel::reset_caches() {
   for (auto& layer : decoder_->layers)
     if (layer->attn->kv_cache) layer->attn->kv_cache->reset();
 }
 
-void LlamaFamilyModel::remove_caches() {
+void DecoderModel::remove_caches() {
   for (auto& layer : decoder_->layers) layer->attn->kv_cache.reset();
   caches_set_up_ = false;
 }
 
-std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {
+std::vector<ft::ShardingUnit> DecoderModel::sharding_units() {
   std::vector<ft::ShardingUnit> units;
   for (std::size_t i = 0; i < decoder_->layers.size(); ++i)
     units.push_back({"layers." + std::to_string(i), decoder_->layers[i]->parameters()});
@@ -132,14 +135,14 @@ std::vector<ft::ShardingUnit> LlamaFamilyModel::sharding_units() {
   return units;
 }
 
-void LlamaFamilyModel::set_activation_checkpointing(const std::vector<bool>& layers) {
+void DecoderModel::set_activation_checkpointing(const std::vector<bool>& layers) {
   if (layers.size() != decoder_->layers.size())
     throw ft::Error("activation checkpointing: " + std::to_string(layers.size()) + " layer flags for a model of " +
                     std::to_string(decoder_->layers.size()) + " layers");
   decoder_->checkpointed_layers = layers;
 }
 
-std::vector<std::string> LlamaFamilyModel::shard_separately(const std::vector<std::string>& module_names) {
+std::vector<std::string> DecoderModel::shard_separately(const std::vector<std::string>& module_names) {
   std::vector<std::string> notes, unknown;
   const std::int64_t layers = static_cast<std::int64_t>(decoder_->layers.size());
   for (const std::string& name : module_names) {
@@ -173,52 +176,25 @@ std::vector<std::string> LlamaFamilyModel::shard_separately(const std::vector<st
   return notes;
 }
 
-void LlamaFamilyModel::apply_tensor_parallel(const std::vector<ft::ModuleParallelism>& plan,
+void DecoderModel::apply_tensor_parallel(const std::vector<ft::ModuleParallelism>& plan,
                                              const std::shared_ptr<ft::Collectives>& group) {
   if (tensor_parallel_) throw ft::Error("tensor parallelism is already applied to this model");
   tensor_parallel_ = split_decoder(*decoder_, plan, group);
 }
 
-std::vector<at::Tensor> LlamaFamilyModel::tensor_parallel_shards() {
+std::vector<at::Tensor> DecoderModel::tensor_parallel_shards() {
   std::vector<at::Tensor> shards;
   if (tensor_parallel_)
     for (const auto& split : tensor_parallel_->parameters) shards.push_back(split.parameter);
   return shards;
 }
 
-void LlamaFamilyModel::with_full_tensor_parallel_parameters(const std::function<void()>& fn) {
+void DecoderModel::with_full_tensor_parallel_parameters(const std::function<void()>& fn) {
   if (!tensor_parallel_) return fn();
   with_whole_parameters(*tensor_parallel_, fn);
 }
 
-std::vector<ft::NamedTensor> LlamaFamilyModel::hf_parameters() {
-  std::vector<ft::NamedTensor> named;
-  auto add = [&](std::string name, const at::Tensor& t) {
-    if (t.defined()) named.push_back({std::move(name), t});
-  };
-  add("model.embed_tokens.weight", decoder_->tok_embeddings);
-  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
-    const auto& layer = decoder_->layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    add(p + "input_layernorm.weight", layer->sa_norm->scale);
-    add(p + "self_attn.q_proj.weight", layer->attn->q_proj->weight);
-    add(p + "self_attn.q_proj.bias", layer->attn->q_proj->bias);
-    add(p + "self_attn.k_proj.weight", layer->attn->k_proj->weight);
-    add(p + "self_attn.k_proj.bias", layer->attn->k_proj->bias);
-    add(p + "self_attn.v_proj.weight", layer->attn->v_proj->weight);
-    add(p + "self_attn.v_proj.bias", layer->attn->v_proj->bias);
-    add(p + "self_attn.o_proj.weight", layer->attn->output_proj->weight);
-    add(p + "post_attention_layernorm.weight", layer->mlp_norm->scale);
-    add(p + "mlp.gate_proj.weight", layer->mlp->w1->weight);
-    add(p + "mlp.up_proj.weight", layer->mlp->w3->weight);
-    add(p + "mlp.down_proj.weight", layer->mlp->w2->weight);
-  }
-  add("model.norm.weight", decoder_->norm->scale);
-  add("lm_head.weight", decoder_->output);
-  return named;
-}
-
-bool LlamaFamilyModel::ignorable_hf_name(const std::string& name) const {
+bool DecoderModel::ignorable_hf_name(const std::string& name) const {
   // A tied model's checkpoint may still carry the (identical) lm_head copy; HF also used to
   // store the rotary inverse frequencies, which are recomputed from the config.
   if (decoder_->config.tie_word_embeddings && name == "lm_head.weight") return true;
@@ -228,7 +204,7 @@ bool LlamaFamilyModel::ignorable_hf_name(const std::string& name) const {
 // From the configuration, not the module: under tensor parallelism a rank holds slices, but the
 // FLOPs are those of the whole model. The embedding is a lookup; the output projection (tied or
 // not) is a matmul every position goes through.
-double LlamaFamilyModel::training_flops_per_position(std::int64_t seq_len) const {
+double DecoderModel::training_flops_per_position(std::int64_t seq_len) const {
   const DecoderConfig& c = decoder_->config;
   const double dim = static_cast<double>(c.embed_dim), head_dim = static_cast<double>(c.resolved_head_dim());
   const double heads = static_cast<double>(c.num_heads), kv_heads = static_cast<double>(c.num_kv_heads);
@@ -240,39 +216,4 @@ double LlamaFamilyModel::training_flops_per_position(std::int64_t seq_len) const
   return 6 * matmul_parameters + 12 * layers * heads * head_dim * static_cast<double>(seq_len);
 }
 
-std::string LlamaFamilyModel::hf_config_json() const {
-  const DecoderConfig& c = decoder_->config;
-  const bool qwen = c.family == "qwen2";
-  nlohmann::ordered_json j;
-  j["architectures"] = {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
-  j["model_type"] = qwen ? "qwen2" : "llama";
-  j["vocab_size"] = c.vocab_size;
-  j["hidden_size"] = c.embed_dim;
-  j["intermediate_size"] = c.intermediate_dim;
-  j["num_hidden_layers"] = c.num_layers;
-  j["num_attention_heads"] = c.num_heads;
-  j["num_key_value_heads"] = c.num_kv_heads;
-  j["head_dim"] = c.resolved_head_dim();
-  j["hidden_act"] = "silu";
-  j["max_position_embeddings"] = c.max_seq_len;
-  j["rms_norm_eps"] = c.norm_eps;
-  j["rope_theta"] = c.rope_base;
-  if (c.rope_scaling) {
-    j["rope_scaling"] = {{"factor", c.rope_scaling->factor},
-                         {"low_freq_factor", c.rope_scaling->low_freq_factor},
-                         {"high_freq_factor", c.rope_scaling->high_freq_factor},
-                         {"original_max_position_embeddings", c.rope_scaling->original_max_position_embeddings},
-                         {"rope_type", "llama3"}};
-  } else {
-    j["rope_scaling"] = nullptr;
-  }
-  if (!qwen) {
-    j["attention_bias"] = c.qkv_bias;
-    j["mlp_bias"] = false;
-  }
-  j["tie_word_embeddings"] = c.tie_word_embeddings;
-  j["torch_dtype"] = hf_dtype_name(dtype_);
-  return j.dump(2) + "\n";
-}
-
-}  // namespace ft_llama
+}  // namespace ft::nn

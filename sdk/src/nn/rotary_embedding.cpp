@@ -1,4 +1,4 @@
-#include "rotary_embedding.h"
+#include <ft/nn/rotary_embedding.h>
 
 #include <ft_kernels/fused_ops.h>
 
@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-namespace ft_llama {
+namespace ft::nn {
 
 at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
                                     const std::optional<Llama3RopeScaling>& scaling) {
@@ -57,4 +57,4 @@ at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positio
   return ft_kernels::rotary(x, shared_tables(positions, inverse_frequencies));
 }
 
-}  // namespace ft_llama
+}  // namespace ft::nn

@@ -1,4 +1,4 @@
-#include "tensor_parallel_decoder.h"
+#include <ft/nn/tensor_parallel_decoder.h>
 
 #include <ft/errors.h>
 
@@ -9,32 +9,14 @@
 #include <string>
 #include <utility>
 
-namespace ft_llama {
-
-at::Tensor rowwise_parallel_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                   const std::shared_ptr<ft::Collectives>& group) {
-  at::Tensor out = ft::reduce_from_tensor_parallel(at::linear(x, weight), group);
-  return bias.defined() ? out + bias : out;
-}
-
-at::Tensor colwise_parallel_input(const at::Tensor& x, const std::shared_ptr<ft::Collectives>& group) {
-  return group ? ft::copy_to_tensor_parallel(x, group) : x;
-}
-
-at::Tensor vocab_parallel_embedding(const at::Tensor& weight, const at::Tensor& tokens, const ft::VocabShard& shard) {
-  const at::Tensor local_ids = tokens - shard.offset;
-  const at::Tensor here = local_ids.ge(0).logical_and(local_ids.lt(weight.size(0)));
-  at::Tensor rows = at::embedding(weight, at::where(here, local_ids, at::zeros_like(local_ids)));
-  rows = rows * here.unsqueeze(-1).to(rows.scalar_type());
-  return ft::reduce_from_tensor_parallel(rows, shard.group);
-}
+namespace ft::nn {
 
 namespace {
 
 using ft::ParallelStyle;
 
 // What a module of the decoder is, for the styles it accepts.
-enum class Role { Embedding, Output, Norm, Attention, Mlp, ColwiseLinear, RowwiseLinear, Container };
+enum class Role { Embedding, Output, Norm, Attention, Mlp, ColwiseLinear, RowwiseLinear, Container, Replicated };
 
 struct Module {
   std::string path;
@@ -48,6 +30,13 @@ std::vector<Module> decoder_modules(const TransformerDecoderImpl& decoder) {
     modules.push_back({p, Role::Container});
     modules.push_back({p + ".sa_norm", Role::Norm});
     modules.push_back({p + ".attn", Role::Attention});
+    // Per-head q/k norms see only local heads once attention is split: whole on every rank.
+    if (decoder.layers[i]->attn->q_norm) {
+      modules.push_back({p + ".attn.q_norm", Role::Replicated});
+      modules.push_back({p + ".attn.k_norm", Role::Replicated});
+    }
+    if (decoder.layers[i]->sa_scale) modules.push_back({p + ".sa_scale", Role::Norm});
+    if (decoder.layers[i]->mlp_scale) modules.push_back({p + ".mlp_scale", Role::Norm});
     for (const char* name : {"q_proj", "k_proj", "v_proj"})
       modules.push_back({p + ".attn." + name, Role::ColwiseLinear});
     modules.push_back({p + ".attn.output_proj", Role::RowwiseLinear});
@@ -72,7 +61,8 @@ std::optional<ParallelStyle> accepted_style(Role role) {
     case Role::Norm: return ParallelStyle::SequenceParallel;
     case Role::Attention:
     case Role::Mlp: return ParallelStyle::PrepareModuleInput;
-    case Role::Container: return std::nullopt;
+    case Role::Container:
+    case Role::Replicated: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -102,8 +92,9 @@ std::map<std::string, ParallelStyle> resolve_plan(const std::vector<Module>& mod
       if (!accepted || *accepted != entry.style)
         throw ft::Error("plan entry " + entry_text(entry) + " would split " + m.path + " " +
                         std::string(ft::parallel_style_name(entry.style)) + ", which this model cannot do" +
-                        (accepted ? " (it accepts " + std::string(ft::parallel_style_name(*accepted)) + " there)"
-                                  : " (it is a container: name the modules inside it)") +
+                        (accepted                      ? " (it accepts " + std::string(ft::parallel_style_name(*accepted)) + " there)"
+                         : m.role == Role::Replicated ? " (it is whole on every rank: it normalises each local head)"
+                                                      : " (it is a container: name the modules inside it)") +
                         "; " + kLayout);
       matched_by[m.path] = entry_text(entry);
       styles[m.path] = entry.style;
@@ -212,6 +203,10 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
       keep_slice(splits, attn->output_proj->weight, 1, rank, size);
       attn->output_proj->sums_output_over = group;
       attn->use_local_heads(cfg.num_heads / size, cfg.num_kv_heads / size);
+      if (attn->q_norm) {
+        attn->q_norm->sums_scale_gradient_over = group;
+        attn->k_norm->sums_scale_gradient_over = group;
+      }
       layer->attn_split_over = group;
     }
     if (mlp[i]) {
@@ -250,4 +245,4 @@ void with_whole_parameters(const DecoderSplits& splits, const std::function<void
   restore();
 }
 
-}  // namespace ft_llama
+}  // namespace ft::nn

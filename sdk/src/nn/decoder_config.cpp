@@ -1,6 +1,19 @@
-#include "decoder_config.h"
+#include <ft/nn/decoder_config.h>
 
-namespace ft_llama {
+#include <cmath>
+
+namespace ft::nn {
+
+double DecoderConfig::attention_scale() const {
+  const double scalar = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(resolved_head_dim());
+  return 1.0 / std::sqrt(scalar);
+}
+
+std::int64_t DecoderConfig::layer_sliding_window(std::int64_t layer) const {
+  if (sliding_window <= 0) return 0;
+  if (sliding_window_layers == SlidingWindowLayers::EvenIndexed && layer % 2 != 0) return 0;
+  return sliding_window;
+}
 
 std::string DecoderConfig::problem() const {
   auto positive = [](std::int64_t v) { return v > 0; };
@@ -26,6 +39,10 @@ std::string DecoderConfig::problem() const {
     if (!(s.high_freq_factor > s.low_freq_factor)) return "rope high_freq_factor must exceed low_freq_factor";
     if (s.original_max_position_embeddings <= 0) return "rope original_max_position_embeddings must be positive";
   }
+  if (attn_logit_softcap < 0) return "the attention logit soft cap must be positive (or 0: none)";
+  if (final_logit_softcap < 0) return "the final logit soft cap must be positive (or 0: none)";
+  if (query_pre_attn_scalar < 0) return "query_pre_attn_scalar must be positive (or 0: head_dim)";
+  if (sliding_window < 0) return "sliding_window must be positive (or 0: none)";
   return {};
 }
 
@@ -34,8 +51,10 @@ std::int64_t DecoderConfig::parameter_count() const {
   const std::int64_t q_width = num_heads * hd, kv_width = num_kv_heads * hd;
   std::int64_t attention = embed_dim * q_width + 2 * embed_dim * kv_width + q_width * embed_dim;
   if (qkv_bias) attention += q_width + 2 * kv_width;
+  if (qk_norm) attention += 2 * hd;
   const std::int64_t mlp = 3 * embed_dim * intermediate_dim;
-  const std::int64_t layer = attention + mlp + 2 * embed_dim;  // + the two RMSNorm scales
+  const std::int64_t norms = (post_norms ? 4 : 2) * embed_dim;
+  const std::int64_t layer = attention + mlp + norms;
   const std::int64_t embedding = vocab_size * embed_dim;
   return embedding + num_layers * layer + embed_dim + (tie_word_embeddings ? 0 : embedding);
 }
@@ -46,4 +65,4 @@ std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of
   return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
 }
 
-}  // namespace ft_llama
+}  // namespace ft::nn

@@ -1,14 +1,13 @@
-#include "kv_cache.h"
+#include <ft/nn/kv_cache.h>
 
 #include <ft/errors.h>
 
 #include <ATen/ATen.h>
 
-#include <cmath>
 #include <limits>
 #include <string>
 
-namespace ft_llama {
+namespace ft::nn {
 
 KVCache::KVCache(std::int64_t batch_size, std::int64_t max_seq_len)
     : batch_size_(batch_size), max_seq_len_(max_seq_len) {
@@ -40,7 +39,8 @@ void KVCache::store(const at::Tensor& k, const at::Tensor& v, const at::Tensor& 
   }
 }
 
-at::Tensor KVCache::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& positions) {
+at::Tensor KVCache::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& positions,
+                           const AttentionScores& options) {
   const std::int64_t b = q.size(0), s = q.size(1), heads = q.size(2), head_dim = q.size(3);
   const std::int64_t kv_heads = k.size(2), group = heads / kv_heads;
   at::Tensor pos = positions.to(q.device());
@@ -57,13 +57,16 @@ at::Tensor KVCache::attend(const at::Tensor& q, const at::Tensor& k, const at::T
   // head are stacked along the query axis of one matmul.
   at::Tensor grouped = q.transpose(1, 2).reshape({b, kv_heads, group * s, head_dim});
   at::Tensor scores = at::matmul(grouped, keys.transpose(-1, -2)).view({b, kv_heads, group, s, length});
-  scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+  scores = scores.to(at::kFloat) * options.scale;
+  if (options.softcap > 0) scores = at::tanh(scores / options.softcap) * options.softcap;
   const at::Tensor token_pos = (pos.dim() == 1 ? pos.unsqueeze(0) : pos).unsqueeze(-1);  // [b or 1, s, 1]
-  const at::Tensor allowed = at::arange(length, pos.options()).view({1, 1, length}) <= token_pos;
+  const at::Tensor key_pos = at::arange(length, pos.options()).view({1, 1, length});
+  at::Tensor allowed = key_pos <= token_pos;
+  if (options.sliding_window > 0) allowed = allowed.logical_and(token_pos - key_pos < options.sliding_window);
   scores = scores.masked_fill(allowed.unsqueeze(1).unsqueeze(1).logical_not(), -std::numeric_limits<float>::infinity());
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({b, kv_heads, group * s, length});
   at::Tensor out = at::matmul(probs, values).view({b, heads, s, head_dim});
   return out.transpose(1, 2).reshape({b, s, heads * head_dim});
 }
 
-}  // namespace ft_llama
+}  // namespace ft::nn

@@ -4,11 +4,13 @@
 // scores, and keeping HF's layout means checkpoints load without any permutation.
 #pragma once
 
-#include "decoder_config.h"
+#include <ft/nn/decoder_config.h>
 
 #include <ATen/core/Tensor.h>
 
-namespace ft_llama {
+#include <optional>
+
+namespace ft::nn {
 
 // Inverse frequencies [head_dim / 2] in float32, with Llama 3.1 scaling applied when given.
 at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
@@ -19,4 +21,4 @@ at::Tensor rope_inverse_frequencies(std::int64_t head_dim, double base,
 at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions,
                                   const at::Tensor& inverse_frequencies);
 
-}  // namespace ft_llama
+}  // namespace ft::nn

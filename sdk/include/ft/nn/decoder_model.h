@@ -1,27 +1,29 @@
-// ft::Model for the Llama family: the decoder plus its Hugging Face naming and config.json.
+// ft::Model for any decoder built from DecoderConfig: forward, sharding units, separately sharded
+// modules, activation checkpointing, tensor parallelism and the KV cache, once for every family.
+// A family derives from it only for what differs: its Hugging Face config.json (and, where its
+// checkpoints name parameters unlike LlamaForCausalLM's, hf_parameters()).
 #pragma once
 
-#include "decoder_config.h"
-#include "tensor_parallel_decoder.h"
-#include "transformer_decoder.h"
-
 #include <ft/model.h>
+#include <ft/nn/decoder_config.h>
+#include <ft/nn/hf_parameter_names.h>
+#include <ft/nn/tensor_parallel_decoder.h>
+#include <ft/nn/transformer_decoder.h>
 
 #include <memory>
 #include <optional>
 
-namespace ft_llama {
+namespace ft::nn {
 
-class LlamaFamilyModel final : public ft::Model {
+class DecoderModel : public ft::Model {
  public:
-  LlamaFamilyModel(const DecoderConfig& config, const ft::Model::Args& args);
+  DecoderModel(const DecoderConfig& config, const ft::Model::Args& args, HfLayout layout = {});
 
   torch::nn::Module& module() override { return *decoder_; }
   ft::ModelOutput forward(const ft::ModelInput& input, const ft::OutputRequest& request) override;
   at::Tensor output_weight() override { return decoder_->output_weight(); }
-  std::vector<ft::NamedTensor> hf_parameters() override;
+  std::vector<ft::NamedTensor> hf_parameters() override { return hf_parameter_names(*decoder_, layout_); }
   bool ignorable_hf_name(const std::string& name) const override;
-  std::string hf_config_json() const override;
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
   double training_flops_per_position(std::int64_t seq_len) const override;
   std::vector<ft::ShardingUnit> sharding_units() override;
@@ -41,14 +43,22 @@ class LlamaFamilyModel final : public ft::Model {
   void remove_caches() override;
 
   const DecoderConfig& config() const { return decoder_->config; }
+  TransformerDecoderImpl& decoder() { return *decoder_; }
+
+ protected:
+  c10::ScalarType dtype() const { return dtype_; }
 
  private:
   TransformerDecoder decoder_{nullptr};
   c10::ScalarType dtype_;
+  HfLayout layout_;
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
   std::optional<DecoderSplits> tensor_parallel_;
   bool caches_set_up_ = false;  // generation: forward() reads and writes the KV caches
 };
 
-}  // namespace ft_llama
+// Hugging Face's name for a dtype in config.json's torch_dtype.
+std::string hf_dtype_name(c10::ScalarType dtype);
+
+}  // namespace ft::nn

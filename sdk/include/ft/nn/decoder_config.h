@@ -1,0 +1,71 @@
+// Architecture of a decoder-only transformer built from ft::nn blocks: everything that decides
+// parameter shapes and the forward computation. One struct covers the families torchtune
+// finetunes (Llama 2/3.x, Mistral, Qwen 2/2.5/3, Gemma, Gemma 2, Phi-3/4): each family is a set
+// of values here, not a subclass, so a new family in a plugin is a builder that fills it in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ft::nn {
+
+// Llama 3.1's frequency-dependent RoPE scaling (HF rope_type "llama3").
+struct Llama3RopeScaling {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  std::int64_t original_max_position_embeddings = 8192;
+};
+
+// The gated MLP's activation: SwiGLU (Llama, Qwen, Mistral, Phi) or GeGLU with the tanh
+// approximation of GELU (Gemma's hidden_activation "gelu_pytorch_tanh").
+enum class MlpActivation { SiLU, GeluTanh };
+
+// Which layers attend within the sliding window when one is set: every layer (Mistral, Phi-3),
+// or layers 0, 2, 4, ... with full attention in between (Gemma 2).
+enum class SlidingWindowLayers { All, EvenIndexed };
+
+struct DecoderConfig {
+  std::string family = "llama";  // the HF model_type: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3
+  std::int64_t vocab_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t embed_dim = 0;
+  std::int64_t head_dim = 0;  // 0: embed_dim / num_heads
+  std::int64_t intermediate_dim = 0;
+  std::int64_t max_seq_len = 0;
+  double norm_eps = 1e-5;
+  double rope_base = 500000.0;
+  std::optional<Llama3RopeScaling> rope_scaling;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;
+
+  // --- What the newer families add (defaults: Llama) ---
+  bool qk_norm = false;             // Qwen 3: an RMSNorm over each head's queries and keys, before RoPE
+  bool norm_adds_one = false;       // Gemma: RMSNorm scales by (1 + weight), weights initialised to 0
+  MlpActivation activation = MlpActivation::SiLU;
+  bool scale_embeddings = false;    // Gemma: embeddings times sqrt(embed_dim), rounded to the hidden dtype
+  bool post_norms = false;          // Gemma 2: attention and MLP outputs normed before the residual add
+  double attn_logit_softcap = 0;    // Gemma 2: scores -> cap * tanh(scores / cap); 0: none
+  double final_logit_softcap = 0;   // Gemma 2: the same on the output logits; 0: none
+  double query_pre_attn_scalar = 0; // Gemma 2: scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
+  std::int64_t sliding_window = 0;  // a query attends to at most this many positions (itself included); 0: all
+  SlidingWindowLayers sliding_window_layers = SlidingWindowLayers::All;
+
+  std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : embed_dim / num_heads; }
+  double attention_scale() const;
+  // The window of layer `layer` (0: full causal attention).
+  std::int64_t layer_sliding_window(std::int64_t layer) const;
+  // Empty when consistent, else what is wrong (the caller names the config key).
+  std::string problem() const;
+  // Trainable parameters of the decoder this config builds, counted from the shapes alone (no
+  // allocation), as Hugging Face and the model cards count them: a tied output is counted once.
+  std::int64_t parameter_count() const;
+};
+
+// torchtune's scale_hidden_dim_for_mlp: 2/3 of 4*dim rounded up to a multiple of `multiple_of`.
+std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of = 256);
+
+}  // namespace ft::nn

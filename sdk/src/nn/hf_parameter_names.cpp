@@ -1,0 +1,58 @@
+#include <ft/nn/hf_parameter_names.h>
+
+#include <string>
+#include <utility>
+
+namespace ft::nn {
+
+std::vector<ft::NamedTensor> hf_parameter_names(TransformerDecoderImpl& decoder, const HfLayout& layout) {
+  std::vector<ft::NamedTensor> named;
+  auto add = [&](std::string name, const at::Tensor& t) {
+    if (t.defined()) named.push_back({std::move(name), t, {}});
+  };
+  auto add_fused = [&](std::string name, std::vector<at::Tensor> parts) {
+    named.push_back({std::move(name), at::Tensor(), std::move(parts)});
+  };
+  add("model.embed_tokens.weight", decoder.tok_embeddings);
+  const bool four_norms = decoder.config.post_norms;
+  for (std::size_t i = 0; i < decoder.layers.size(); ++i) {
+    const auto& layer = decoder.layers[i];
+    const auto& attn = layer->attn;
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    add(p + "input_layernorm.weight", layer->sa_norm->scale);
+    if (layout.fused_qkv) {
+      add_fused(p + "self_attn.qkv_proj.weight", {attn->q_proj->weight, attn->k_proj->weight, attn->v_proj->weight});
+    } else {
+      add(p + "self_attn.q_proj.weight", attn->q_proj->weight);
+      add(p + "self_attn.q_proj.bias", attn->q_proj->bias);
+      add(p + "self_attn.k_proj.weight", attn->k_proj->weight);
+      add(p + "self_attn.k_proj.bias", attn->k_proj->bias);
+      add(p + "self_attn.v_proj.weight", attn->v_proj->weight);
+      add(p + "self_attn.v_proj.bias", attn->v_proj->bias);
+    }
+    add(p + "self_attn.o_proj.weight", attn->output_proj->weight);
+    if (attn->q_norm) {
+      add(p + "self_attn.q_norm.weight", attn->q_norm->scale);
+      add(p + "self_attn.k_norm.weight", attn->k_norm->scale);
+    }
+    if (four_norms) {
+      add(p + "post_attention_layernorm.weight", layer->sa_scale->scale);
+      add(p + "pre_feedforward_layernorm.weight", layer->mlp_norm->scale);
+      add(p + "post_feedforward_layernorm.weight", layer->mlp_scale->scale);
+    } else {
+      add(p + "post_attention_layernorm.weight", layer->mlp_norm->scale);
+    }
+    if (layout.fused_gate_up) {
+      add_fused(p + "mlp.gate_up_proj.weight", {layer->mlp->w1->weight, layer->mlp->w3->weight});
+    } else {
+      add(p + "mlp.gate_proj.weight", layer->mlp->w1->weight);
+      add(p + "mlp.up_proj.weight", layer->mlp->w3->weight);
+    }
+    add(p + "mlp.down_proj.weight", layer->mlp->w2->weight);
+  }
+  add("model.norm.weight", decoder.norm->scale);
+  add("lm_head.weight", decoder.output);
+  return named;
+}
+
+}  // namespace ft::nn
