@@ -3,6 +3,10 @@
 # share/fthost/configs/ (the shipped configs and the demo's data), and the
 # CMake package `find_package(fthost)` -> fthost::sdk, fthost::sdk_core, fthost::nn + fthost_add_plugin().
 install(TARGETS fthost RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Installed, the SDK's libraries find each other in lib/ ($ORIGIN) and LibTorch in its wheel: a
+# plugin linking fthost::nn alone (--as-needed drops the libraries it calls nothing of) loads
+# libftsdk_nn.so, which must then find libftsdk_torch.so by itself.
+set_target_properties(ftsdk_torch ftsdk_nn PROPERTIES INSTALL_RPATH "$ORIGIN;${FTHOST_TORCH_LIBRARY_DIR}")
 install(TARGETS ftsdk ftsdk_torch ftsdk_nn EXPORT fthostTargets LIBRARY DESTINATION lib)
 install(TARGETS fthost_training LIBRARY DESTINATION lib)
 install(DIRECTORY sdk/include/ft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
