@@ -2,6 +2,7 @@
 
 #include "checkpoint_directories.h"
 
+#include <ft/model_tensor_parallelism.h>
 #include <ft/clock.h>
 #include <ft/durable_files.h>
 #include <ft/errors.h>
@@ -177,9 +178,13 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   snap.world_size = world_->size();
   // The whole model: the strategy gathers its shards, then the tensor-parallel slices are gathered.
   parts_.parallelism->with_full_parameters(*parts_.model, [&] {
-    parts_.model->with_full_tensor_parallel_parameters([&] {
+    auto copy = [&] {
       if (rank == 0) snap.model = cpu_copies(parts_.model->hf_parameters());
-    });
+    };
+    if (auto* tensor_parallelism = ft::role_of<ft::ModelTensorParallelism>(*parts_.model))
+      tensor_parallelism->with_full_tensor_parallel_parameters(copy);
+    else
+      copy();
   });
   if (rank == 0 && !snap.model.empty()) snap.model_dtype = snap.model.front().tensor.scalar_type();
   if (snap.sharded || rank == 0) {

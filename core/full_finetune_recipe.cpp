@@ -6,6 +6,8 @@
 #include "metric_logger_fanout.h"
 #include "thread_settings.h"
 
+#include <ft/model_tensor_parallelism.h>
+#include <ft/model_layer_checkpointing.h>
 #include <ft/errors.h>
 #include <ft/log.h>
 
@@ -139,11 +141,13 @@ void FullFinetuneRecipe::setup_model() {
 void FullFinetuneRecipe::apply_activation_checkpointing() {
   const ActivationCheckpointingSettings& ac = s_.activation_checkpointing;
   if (ac.every_nth_layer < 1) return;
-  const std::int64_t num_layers = model_->num_checkpointable_layers();
+  auto* checkpointing = ft::role_of<ft::ModelLayerCheckpointing>(*model_);
+  if (!checkpointing) throw ft::ConfigError(ac.key + ": this model does not support activation checkpointing");
+  const std::int64_t num_layers = checkpointing->num_checkpointable_layers();
   const std::vector<bool> layers = ac.layers(num_layers);
   try {
-    model_->set_activation_checkpointing(layers);
-    if (ac.offload) model_->set_activation_offloading(true);
+    checkpointing->set_activation_checkpointing(layers);
+    if (ac.offload) checkpointing->set_activation_offloading(true);
   } catch (const ft::Error& e) {
     throw ft::ConfigError(ac.key + ": " + e.what());
   }
@@ -157,8 +161,11 @@ void FullFinetuneRecipe::apply_activation_checkpointing() {
 void FullFinetuneRecipe::apply_tensor_parallel() {
   if (!mesh_.tensor_parallel) return;
   const auto plan = registry_.instantiate<ft::TensorParallelPlan>(root_.table("tensor_parallel_plan"));
+  auto* tensor_parallelism = ft::role_of<ft::ModelTensorParallelism>(*model_);
+  if (!tensor_parallelism)
+    throw ft::ConfigError("tensor_parallel_dim: this model does not support tensor parallelism");
   try {
-    model_->apply_tensor_parallel(plan->modules(), mesh_.tensor_parallel);
+    tensor_parallelism->apply_tensor_parallel(plan->modules(), mesh_.tensor_parallel);
   } catch (const ft::ConfigError&) {
     throw;
   } catch (const ft::Error& e) {

@@ -1,5 +1,6 @@
 #include "token_generator.h"
 
+#include <ft/model_kv_cache.h>
 #include <ft/clock.h>
 #include <ft/errors.h>
 
@@ -15,13 +16,14 @@ NextTokenLogits::NextTokenLogits(ft::Model& model, bool use_kv_cache, std::int64
     : model_(model), use_kv_cache_(use_kv_cache), max_seq_len_(max_seq_len) {
   if (max_seq_len < 1) throw ft::Error("generation: max_seq_len must be positive");
   if (use_kv_cache_) {
-    if (!model_.supports_kv_cache()) throw ft::Error("this model has no KV cache; generate without it");
-    model_.setup_caches(1, max_seq_len);
+    kv_cache_ = ft::role_of<ft::ModelKvCache>(model_);
+    if (!kv_cache_) throw ft::Error("this model has no KV cache; generate without it");
+    kv_cache_->setup_caches(1, max_seq_len);
   }
 }
 
 NextTokenLogits::~NextTokenLogits() {
-  if (use_kv_cache_) model_.remove_caches();
+  if (kv_cache_) kv_cache_->remove_caches();
 }
 
 std::vector<float> NextTokenLogits::start(const std::vector<std::int64_t>& prompt) {
@@ -30,7 +32,7 @@ std::vector<float> NextTokenLogits::start(const std::vector<std::int64_t>& promp
     throw ft::Error("generation: the prompt's " + std::to_string(prompt.size()) + " tokens exceed the " +
                     std::to_string(max_seq_len_) + " positions available");
   sequence_ = prompt;
-  if (use_kv_cache_) model_.reset_caches();
+  if (kv_cache_) kv_cache_->reset_caches();
   return run(sequence_, 0);
 }
 

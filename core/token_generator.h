@@ -6,6 +6,7 @@
 #include "token_sampler.h"
 
 #include <ft/model.h>
+#include <ft/model_kv_cache.h>
 
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,7 @@ class NextTokenLogits {
 
   ft::Model& model_;
   bool use_kv_cache_;
+  ft::ModelKvCache* kv_cache_ = nullptr;  // the model's cache role while it is used
   std::int64_t max_seq_len_;
   std::vector<std::int64_t> sequence_;
 };

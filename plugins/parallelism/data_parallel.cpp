@@ -11,6 +11,7 @@
 #include "parallelism_components.h"
 #include "tensor_parallel_norm.h"
 
+#include <ft/model_sharding.h>
 #include <ft/errors.h>
 #include <ft/gradient_math.h>
 #include <ft/log.h>
@@ -30,7 +31,7 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   DataParallel(std::shared_ptr<ft::Collectives> world, std::shared_ptr<ft::Collectives> tensor_parallel)
       : world_(std::move(world)), tensor_parallel_(std::move(tensor_parallel)) {}
   ~DataParallel() override {
-    if (model_) model_->set_unit_hooks(nullptr);
+    if (sharding_) sharding_->set_unit_hooks(nullptr);
   }
 
   int data_parallel_rank() const override { return world_->rank(); }
@@ -53,7 +54,8 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
           if (params_[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
       trainable_indices_.push_back(std::move(indices));
     }
-    model.set_unit_hooks(this);
+    sharding_ = ft::role_of<ft::ModelSharding>(model);
+    if (sharding_) sharding_->set_unit_hooks(this);
     return params_;
   }
 
@@ -143,6 +145,7 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   std::shared_ptr<ft::Collectives> tensor_parallel_;
   TensorParallelNorm tp_norm_;
   ft::Model* model_ = nullptr;
+  ft::ModelSharding* sharding_ = nullptr;  // the model's sharding role; nullptr: one unit
   std::vector<ParameterGroup> groups_;
   std::vector<at::Tensor> params_;
   std::vector<std::vector<std::size_t>> trainable_indices_;  // per group: its parameters' indices in params_

@@ -20,6 +20,7 @@
 #include "parallelism_components.h"
 #include "tensor_parallel_norm.h"
 
+#include <ft/model_sharding.h>
 #include <ft/config.h>
 #include <ft/errors.h>
 #include <ft/gradient_math.h>
@@ -98,7 +99,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     if (!shard_group_) throw ft::Error("fsdp: rank " + std::to_string(world_rank) + " is in no shard group");
   }
   ~FullySharded() override {
-    if (model_) model_->set_unit_hooks(nullptr);
+    if (sharding_) sharding_->set_unit_hooks(nullptr);
     if (model_)
       ft::log::info("fsdp: at most {} bytes of gathered parameters were held at once on rank {} while training",
                     peak_gathered_bytes_, world_->rank());
@@ -108,9 +109,14 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   int data_parallel_size() const override { return world_->size(); }
 
   std::vector<at::Tensor> parallelize(ft::Model& model) override {
+    sharding_ = ft::role_of<ft::ModelSharding>(model);
+    if (!sharding_ && !options_.custom_sharded_layers.empty())
+      cfg_.fail("custom_sharded_layers", "this model has no modules it can shard separately (asked for " +
+                                             options_.custom_sharded_layers.front() + ")");
     try {
-      for (const std::string& note : model.shard_separately(options_.custom_sharded_layers))
-        if (world_->rank() == 0) ft::log::info("fsdp: custom_sharded_layers: {}", note);
+      if (sharding_)
+        for (const std::string& note : sharding_->shard_separately(options_.custom_sharded_layers))
+          if (world_->rank() == 0) ft::log::info("fsdp: custom_sharded_layers: {}", note);
     } catch (const ft::Error& e) {
       cfg_.fail("custom_sharded_layers", e.what());
     }
@@ -152,7 +158,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     while (layer_count_ < root_ && units_[layer_count_].backward_needs_parameters &&
            !units_[layer_count_].used_after_layers)
       ++layer_count_;
-    model.set_unit_hooks(this);
+    if (sharding_) sharding_->set_unit_hooks(this);
     shards_ = shards;
     std::int64_t full_bytes = 0;
     for (const auto& u : units_) full_bytes += u.numel * static_cast<std::int64_t>(u.shard.element_size());
@@ -360,6 +366,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   MeshShape mesh_;
   ft::ConfigNode cfg_;
   ft::Model* model_ = nullptr;
+  ft::ModelSharding* sharding_ = nullptr;  // the model's sharding role; nullptr: one unit
   std::vector<ShardedUnit> units_;
   std::vector<at::Tensor> shards_;
   std::size_t root_ = 0;

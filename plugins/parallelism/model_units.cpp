@@ -1,6 +1,7 @@
 #include "model_units.h"
 
 #include <ft/errors.h>
+#include <ft/model_sharding.h>
 
 #include <unordered_set>
 
@@ -9,7 +10,9 @@ namespace ft_parallelism {
 std::vector<ParameterGroup> group_parameters(ft::Model& model) {
   std::vector<ParameterGroup> groups;
   std::unordered_set<const void*> seen;
-  for (auto& unit : model.sharding_units()) {
+  auto* sharding = ft::role_of<ft::ModelSharding>(model);
+  // A model without sharding units is one unit: the root.
+  for (auto& unit : sharding ? sharding->sharding_units() : std::vector<ft::ShardingUnit>{}) {
     for (const auto& p : unit.parameters) {
       if (!seen.insert(p.unsafeGetTensorImpl()).second)
         throw ft::Error("parallelism: parameter appears in two sharding units (second: " + unit.name + ")");

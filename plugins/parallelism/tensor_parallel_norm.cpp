@@ -1,5 +1,7 @@
 #include "tensor_parallel_norm.h"
 
+#include <ft/model_tensor_parallelism.h>
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -8,7 +10,8 @@ namespace ft_parallelism {
 TensorParallelNorm::TensorParallelNorm(std::shared_ptr<ft::Collectives> group, ft::Model& model)
     : group_(std::move(group)) {
   if (!group_) return;
-  for (const auto& p : model.tensor_parallel_shards()) slices_.insert(p.unsafeGetTensorImpl());
+  if (auto* tensor_parallelism = ft::role_of<ft::ModelTensorParallelism>(model))
+    for (const auto& p : tensor_parallelism->tensor_parallel_shards()) slices_.insert(p.unsafeGetTensorImpl());
 }
 
 bool TensorParallelNorm::is_slice(const at::Tensor& parameter) const {

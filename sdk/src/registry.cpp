@@ -45,6 +45,22 @@ void Registry::merge(Registry&& other, const std::string& library, std::shared_p
   other.entries_.clear();
 }
 
+namespace {
+
+// torchtune components of model kinds fthost does not train: named as such, not as typos.
+std::string out_of_scope(const std::string& name) {
+  auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+  if (starts("torchtune.models.llama3_2_vision.") || starts("torchtune.models.clip.") ||
+      starts("torchtune.models.flux.") || starts("torchtune.models.t5."))
+    return "'" + name + "' belongs to a multimodal model, which fthost does not train (text decoders only)";
+  if (starts("torchtune.models.llama4.") || starts("torchtune.models.qwen3.qwen3_moe") ||
+      starts("torchtune.models.qwen3.lora_qwen3_moe"))
+    return "'" + name + "' builds a mixture-of-experts model, which fthost does not train (dense decoders only)";
+  return {};
+}
+
+}  // namespace
+
 const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const {
   const std::string name = table.component();
   if (name.empty())
@@ -53,6 +69,7 @@ const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const
                                   std::string(kind_name(kind)) + "`)");
   const ComponentInfo* info = find(name);
   if (!info) {
+    if (std::string reason = out_of_scope(name); !reason.empty()) table.fail("_component_", reason);
     std::vector<std::string> names;
     for (const auto& [n, i] : entries_) names.push_back(n);
     auto near = detail::close_matches(name, names);

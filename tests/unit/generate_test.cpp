@@ -9,6 +9,7 @@
 #include "token_generator.h"
 
 #include <ft/model.h>
+#include <ft/model_kv_cache.h>
 
 #include <torch/torch.h>
 
@@ -97,7 +98,7 @@ TEST_P(GoldenGeneration, CachedLogitsEqualTheFullForwardAtEveryPosition) {
   const torch::Tensor expected = c.model->forward(full).logits.at(0)[0];  // [n, vocab]
 
   // Prefill 11 tokens, then one per call.
-  c.model->setup_caches(1, n);
+  ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, n);
   std::vector<torch::Tensor> rows;
   const std::int64_t prefill = 11;
   for (std::int64_t start = 0; start < n; start += start == 0 ? prefill : 1) {
@@ -107,7 +108,7 @@ TEST_P(GoldenGeneration, CachedLogitsEqualTheFullForwardAtEveryPosition) {
     step.input_pos = torch::arange(start, start + length).view({1, length});
     rows.push_back(c.model->forward(step).logits.at(0)[0]);
   }
-  c.model->remove_caches();
+  ft::role_of<ft::ModelKvCache>(*c.model)->remove_caches();
   const torch::Tensor cached = torch::cat(rows, 0);
   ASSERT_EQ(cached.sizes(), expected.sizes());
   EXPECT_LT((cached - expected).abs().max().item<double>(), 1e-5) << case_name;
@@ -121,7 +122,7 @@ TEST(KvCache, BatchRowsAtTheirOwnPositionsEqualEachRowAlone) {
   const auto a = head(sample_tokens("llama3_untied_ga2", 0), 12), b = head(sample_tokens("llama3_untied_ga2", 1), 12);
   auto last_logits = [&](const std::vector<std::vector<std::int64_t>>& rows) {
     const auto batch = static_cast<std::int64_t>(rows.size());
-    c.model->setup_caches(batch, 16);
+    ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(batch, 16);
     ft::ModelInput prefill;
     std::vector<std::int64_t> flat;
     for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.begin() + 8);
@@ -137,7 +138,7 @@ TEST(KvCache, BatchRowsAtTheirOwnPositionsEqualEachRowAlone) {
       step.input_pos = torch::full({batch, 1}, pos, torch::kLong);
       out = c.model->forward(step).logits.at(0).select(1, 0);
     }
-    c.model->remove_caches();
+    ft::role_of<ft::ModelKvCache>(*c.model)->remove_caches();
     return out;  // [batch, vocab]
   };
   const torch::Tensor together = last_logits({a, b});
@@ -147,23 +148,23 @@ TEST(KvCache, BatchRowsAtTheirOwnPositionsEqualEachRowAlone) {
 
 TEST(KvCache, RefusesWhatItCannotDoAndLeavesTheTrainingForwardUntouched) {
   auto c = load_fixture("llama3_untied_ga2");
-  ASSERT_TRUE(c.model->supports_kv_cache());
+  ASSERT_NE(ft::role_of<ft::ModelKvCache>(*c.model), nullptr);
   EXPECT_EQ(c.model->max_seq_len(), 256);
   torch::NoGradGuard no_grad;
   ft::ModelInput full;
   full.tokens = torch::tensor(head(sample_tokens("llama3_untied_ga2", 0), 16)).view({1, 16});
   const torch::Tensor before = c.model->forward(full).logits.at(0);
 
-  EXPECT_NE(fttest::error_of<ft::Error>([&] { c.model->setup_caches(1, 257); }).find("exceeds max_seq_len 256"),
+  EXPECT_NE(fttest::error_of<ft::Error>([&] { ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, 257); }).find("exceeds max_seq_len 256"),
             std::string::npos);
-  c.model->setup_caches(1, 8);
+  ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, 8);
   EXPECT_NE(fttest::error_of<ft::Error>([&] { c.model->forward(full); }).find("needs input_pos"), std::string::npos);
   ft::ModelInput too_far;
   too_far.tokens = full.tokens.narrow(1, 0, 1);
   too_far.input_pos = torch::full({1, 1}, 8, torch::kLong);
   EXPECT_NE(fttest::error_of<ft::Error>([&] { c.model->forward(too_far); }).find("outside the cache's 8 positions"),
             std::string::npos);
-  c.model->remove_caches();
+  ft::role_of<ft::ModelKvCache>(*c.model)->remove_caches();
   EXPECT_TRUE(torch::equal(c.model->forward(full).logits.at(0), before));
 }
 

@@ -1,7 +1,7 @@
 // Activation checkpointing for model plugins: a layer runs without keeping its intermediate
 // activations, and is run again during backward to rebuild them (torch.utils.checkpoint).
 // Any model can use it for whatever it calls a layer; the host only asks the model which of
-// its layers to checkpoint (ft::Model::set_activation_checkpointing).
+// its layers to checkpoint (ft::ModelLayerCheckpointing::set_activation_checkpointing, a model role).
 #pragma once
 
 #include <ft/export.h>

@@ -66,30 +66,15 @@ std::vector<std::int64_t> checkpoint_shape(const NamedTensor& t);
 // Copies `value` (checkpoint_shape(t), any dtype and device) into the live parameter or parts.
 void assign_checkpoint_value(const NamedTensor& t, const at::Tensor& value);
 
-// A group of parameters that sharded data parallelism gathers and frees together: torchtune's
-// FSDP wraps each transformer layer this way. Units are listed in forward order.
-struct ShardingUnit {
-  std::string name;                    // e.g. "layers.3"
-  std::vector<at::Tensor> parameters;  // the live parameters (same storage as the module's)
-
-  // --- Separately sharded modules (torchtune's custom_sharded_layers) ---
-  // false for a unit whose backward needs no parameter values (an embedding lookup): its
-  // parameters can be freed right after its forward, whatever reshard_after_forward says.
-  bool backward_needs_parameters = true;
-  // true for a unit used after the layers, possibly by the loss after the model's forward has
-  // returned (the output projection): the model calls before_forward() on every use and never
-  // after_forward(); its parameters stay gathered until the backward reaches the last layer.
-  bool used_after_layers = false;
-};
-
-// Called by the model around each unit's forward, so a strategy can gather the unit's
-// parameters just before use and hook its backward. `after_forward` returns the tensor the
-// model continues with (the strategy may wrap it in an autograd node).
-class UnitHooks {
- public:
-  virtual ~UnitHooks() = default;
-  virtual void before_forward(std::size_t unit) = 0;
-  virtual at::Tensor after_forward(std::size_t unit, at::Tensor output) = 0;
+// The optional roles a model may play besides the core below, each an interface of its own
+// (ft/model_sharding.h, ft/model_layer_checkpointing.h, ft/model_tensor_parallelism.h,
+// ft/model_kv_cache.h), found through Model::find_role. A new role is a new interface and id:
+// models built before it answer nullptr for it, so adding one is a minor ABI bump.
+enum class ModelRole : std::uint32_t {
+  Sharding = 1,            // sharding units and hooks for FSDP / DDP, custom_sharded_layers
+  LayerCheckpointing = 2,  // activation checkpointing and offloading, layer by layer
+  TensorParallelism = 3,   // splitting modules across a tensor-parallel group
+  KvCache = 4,             // key/value caches for generation
 };
 
 class Model {
@@ -125,77 +110,20 @@ class Model {
     (void)seq_len;
     return 0;
   }
-  // Units for sharded data parallelism; parameters in no unit form the root unit. Empty: the
-  // model can only be sharded as one unit.
-  virtual std::vector<ShardingUnit> sharding_units() { return {}; }
-  // `hooks` (not owned; nullptr removes them) is called around every unit's forward.
-  virtual void set_unit_hooks(UnitHooks* hooks) { (void)hooks; }
-
-  // Activation checkpointing (ft/activation_checkpointing.h): how many layers the model can
-  // checkpoint one by one (0: none), and which of them to checkpoint from now on, one flag per
-  // layer in forward order. The host calls it before parallelizing the model.
-  virtual std::int64_t num_checkpointable_layers() const { return 0; }
-  virtual void set_activation_checkpointing(const std::vector<bool>& layers) {
-    (void)layers;
-    throw Error("this model does not support activation checkpointing");
-  }
-  // Activation offloading: the inputs the checkpointed layers keep for their recompute stay in
-  // host memory until backward (ft::CheckpointOptions::offload_input). Called after
-  // set_activation_checkpointing, on CUDA runs only.
-  virtual void set_activation_offloading(bool offload) {
-    if (offload) throw Error("this model does not support activation offloading");
-  }
-
-  // --- Separately sharded modules (torchtune's custom_sharded_layers) ---
-  // Makes each named module (torchtune's module names: "tok_embeddings", "output") a sharding
-  // unit of its own, listed by sharding_units() after the layers, and has the model call the unit
-  // hooks around its use. Names of modules that already are units ("layers.3") are accepted as
-  // they are. Returns a note for each name accepted without effect (a tied "output"). Throws
-  // ft::Error naming every name the model has no module for.
-  virtual std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) {
-    if (!module_names.empty())
-      throw Error("this model has no modules it can shard separately (asked for " + module_names.front() + ")");
-    return {};
-  }
-
-  // --- Tensor parallelism (ft/tensor_parallel.h) ---
-  // Splits the modules `plan` names across the ranks of `group` (torchtune's prepare_mha_for_tp
-  // and parallelize_module): each rank keeps its slice of their parameters, attention its share
-  // of the heads, and the forward communicates over `group`. Called once, after the weights are
-  // loaded and before the parallelism strategy distributes the model. Throws ft::Error naming
-  // the plan entry the model cannot apply (a module it lacks, a style it cannot split it by,
-  // head counts the group size does not divide).
-  virtual void apply_tensor_parallel(const std::vector<ModuleParallelism>& plan,
-                                     const std::shared_ptr<Collectives>& group) {
-    (void)plan;
-    (void)group;
-    throw Error("this model does not support tensor parallelism");
-  }
-  // The parameters apply_tensor_parallel split (each rank of the group holds a different slice);
-  // every other parameter is whole and identical on every rank of the group.
-  virtual std::vector<at::Tensor> tensor_parallel_shards() { return {}; }
-  // Collective over the tensor-parallel group: runs `fn` with every split parameter whole
-  // (readable through hf_parameters()), then restores the slices.
-  virtual void with_full_tensor_parallel_parameters(const std::function<void()>& fn) { fn(); }
-  // --- Generation: a key/value cache (torchtune's setup_caches / reset_caches) ---
   // The longest sequence the model takes (its max_seq_len); 0: no limit is known.
   virtual std::int64_t max_seq_len() const { return 0; }
-  virtual bool supports_kv_cache() const { return false; }
-  // Allocates, for every attention layer, the keys and values of `batch_size` sequences of up to
-  // `max_seq_len` tokens. From then on forward() is incremental, for inference without autograd:
-  // input.input_pos (required) says where input.tokens sit in their sequences, their keys and
-  // values are written to the cache there, and each token attends to the cached positions up to
-  // its own (causal; input.mask must be undefined). Prefill a prompt in one call, then feed one
-  // token per call: each new token costs attention over the positions so far, not a recompute.
-  virtual void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
-    (void)batch_size;
-    (void)max_seq_len;
-    throw Error("this model has no key/value cache for generation");
+
+  // The interface of `role` this model implements (cast to it), or nullptr. Use ft::role_of.
+  virtual void* find_role(ModelRole role) {
+    (void)role;
+    return nullptr;
   }
-  // Forgets every cached position (a new sequence), keeping the memory.
-  virtual void reset_caches() {}
-  // Frees the caches: forward() is the full-sequence forward again.
-  virtual void remove_caches() {}
 };
+
+// The model's `Role` interface (ft::ModelSharding, ...), or nullptr when it does not play it.
+template <class Role>
+Role* role_of(Model& model) {
+  return static_cast<Role*>(model.find_role(Role::role));
+}
 
 }  // namespace ft

@@ -19,7 +19,7 @@
 // ModelOutput, Parallelism::Args, Collate::Args, Sample and TokenizedMessages gain fields;
 // Loss and Tokenizer gain virtuals (vocabulary-parallel losses, stop tokens); a new component
 // kind (tensor_parallel_plan). A 4.x plugin's vtables and structs no longer match.
-#define FT_ABI_MAJOR 5
+#define FT_ABI_MAJOR 6
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 

@@ -90,6 +90,16 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
   return out;
 }
 
+void* DecoderModel::find_role(ft::ModelRole role) {
+  switch (role) {
+    case ft::ModelRole::Sharding: return static_cast<ft::ModelSharding*>(this);
+    case ft::ModelRole::LayerCheckpointing: return static_cast<ft::ModelLayerCheckpointing*>(this);
+    case ft::ModelRole::TensorParallelism: return static_cast<ft::ModelTensorParallelism*>(this);
+    case ft::ModelRole::KvCache: return static_cast<ft::ModelKvCache*>(this);
+  }
+  return nullptr;
+}
+
 void DecoderModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
   const DecoderConfig& cfg = decoder_->config;
   if (max_seq_len > cfg.max_seq_len)

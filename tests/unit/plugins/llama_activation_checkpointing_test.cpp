@@ -6,6 +6,7 @@
 #include "tiny_llama.h"
 
 #include <ft/model.h>
+#include <ft/model_layer_checkpointing.h>
 
 #include <torch/torch.h>
 
@@ -42,11 +43,13 @@ Result train_once(ft::Model& model) {
 
 TEST_F(LlamaActivationCheckpointing, CheckpointedLayersKeepOneNodeAndTheSameGradients) {
   auto model = two_layer_model();
-  EXPECT_EQ(model->num_checkpointable_layers(), 2);
+  auto* checkpointing = ft::role_of<ft::ModelLayerCheckpointing>(*model);
+  ASSERT_NE(checkpointing, nullptr);
+  EXPECT_EQ(checkpointing->num_checkpointable_layers(), 2);
   const Result plain = train_once(*model);
-  model->set_activation_checkpointing({true, false});
+  checkpointing->set_activation_checkpointing({true, false});
   const Result first_only = train_once(*model);
-  model->set_activation_checkpointing({true, true});
+  checkpointing->set_activation_checkpointing({true, true});
   const Result both = train_once(*model);
 
   // A layer has about twenty nodes of its own (norms, projections, rotary, attention, MLP);
@@ -59,7 +62,7 @@ TEST_F(LlamaActivationCheckpointing, CheckpointedLayersKeepOneNodeAndTheSameGrad
     EXPECT_TRUE(at::equal(plain.gradients[i], both.gradients[i])) << "parameter " << i;
   }
   EXPECT_NE(
-      fttest::error_of([&] { model->set_activation_checkpointing({true}); }).find("1 layer flags for a model of 2"),
+      fttest::error_of([&] { checkpointing->set_activation_checkpointing({true}); }).find("1 layer flags for a model of 2"),
       std::string::npos);
 }
 

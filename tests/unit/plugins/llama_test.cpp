@@ -58,9 +58,20 @@ TEST_F(LlamaModel, HfConfigBuilderNamesTheJsonField) {
   const std::string llama = R"({"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
     "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 16,
     "rms_norm_eps": 1e-5, "rope_theta": 10000.0)";
-  EXPECT_NE(model_error(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\" is not a supported architecture"),
+  EXPECT_NE(model_error(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\": not a supported architecture"),
             std::string::npos);
-  EXPECT_NE(model_error(config_json(llama + R"(, "hidden_act": "gelu"})")).find("\"hidden_act\": only \"silu\""),
+  EXPECT_NE(model_error(config_json(R"({"model_type": "mllama"})")).find("multimodal models are not supported"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(R"({"model_type": "qwen3_moe"})")).find("mixture-of-experts"), std::string::npos);
+  EXPECT_NE(model_error(config_json(llama + R"(, "hidden_act": "gelu"})"))
+                .find("\"hidden_act\": \"gelu\" is not supported for llama (silu)"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(llama + R"(, "sliding_window": 8})")).find("Llama has no sliding window"),
+            std::string::npos);
+  std::string gemma2 = llama;
+  gemma2.replace(gemma2.find("\"llama\""), 7, "\"gemma2\"");
+  EXPECT_NE(model_error(config_json(gemma2 + R"(, "layer_types": ["full_attention"]})"))
+                .find("fthost's Gemma 2 slides on the even-numbered layers only"),
             std::string::npos);
   EXPECT_NE(
       model_error(config_json(llama + R"(, "hidden_size": "wide"})")).find("\"hidden_size\": expected an integer"),

@@ -5,6 +5,10 @@
 #pragma once
 
 #include <ft/model.h>
+#include <ft/model_kv_cache.h>
+#include <ft/model_layer_checkpointing.h>
+#include <ft/model_sharding.h>
+#include <ft/model_tensor_parallelism.h>
 #include <ft/nn/decoder_config.h>
 #include <ft/nn/hf_parameter_names.h>
 #include <ft/nn/tensor_parallel_decoder.h>
@@ -15,7 +19,11 @@
 
 namespace ft::nn {
 
-class DecoderModel : public ft::Model {
+class DecoderModel : public ft::Model,
+                     public ft::ModelSharding,
+                     public ft::ModelLayerCheckpointing,
+                     public ft::ModelTensorParallelism,
+                     public ft::ModelKvCache {
  public:
   DecoderModel(const DecoderConfig& config, const ft::Model::Args& args, HfLayout layout = {});
 
@@ -26,6 +34,9 @@ class DecoderModel : public ft::Model {
   bool ignorable_hf_name(const std::string& name) const override;
   std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
   double training_flops_per_position(std::int64_t seq_len) const override;
+  std::int64_t max_seq_len() const override { return decoder_->config.max_seq_len; }
+  void* find_role(ft::ModelRole role) override;
+
   std::vector<ft::ShardingUnit> sharding_units() override;
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
   std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }
@@ -36,8 +47,6 @@ class DecoderModel : public ft::Model {
                              const std::shared_ptr<ft::Collectives>& group) override;
   std::vector<at::Tensor> tensor_parallel_shards() override;
   void with_full_tensor_parallel_parameters(const std::function<void()>& fn) override;
-  std::int64_t max_seq_len() const override { return decoder_->config.max_seq_len; }
-  bool supports_kv_cache() const override { return true; }
   void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) override;
   void reset_caches() override;
   void remove_caches() override;

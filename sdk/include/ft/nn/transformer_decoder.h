@@ -5,7 +5,7 @@
 // unit, per-layer activation checkpointing and offloading, and the vocabulary-parallel embedding.
 #pragma once
 
-#include <ft/model.h>
+#include <ft/model_sharding.h>
 #include <ft/nn/decoder_config.h>
 #include <ft/nn/transformer_layer.h>
 #include <ft/tensor_parallel.h>
