@@ -10,6 +10,7 @@
 
 #include "bpe_pipeline.h"
 #include "model_tokenizer.h"
+#include "prompt_template.h"
 
 namespace ft_tok {
 
@@ -24,7 +25,7 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, con
                                                     std::int64_t max_seq_len, Truncation truncation,
                                                     std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
-                                                     Truncation truncation, bool chat_template);
+                                                     Truncation truncation, PromptTemplate prompt_template);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

@@ -48,6 +48,19 @@ void refuse_prompt_template(const ft::ConfigNode& cfg) {
              "custom prompt templates are not supported; the family's chat format is used (remove the key)");
 }
 
+// The SentencePiece families' templates (prompt_template.h); "" for none.
+ft_tok::PromptTemplate prompt_template(const ft::ConfigNode& cfg) {
+  try {
+    return ft_tok::parse_prompt_template(cfg.get<std::string>("prompt_template"));
+  } catch (const ft::Error& e) {
+    cfg.fail("prompt_template", e.what());
+  }
+}
+
+std::string toml_string(const std::string& s) { return "\"" + s + "\""; }
+
+const char* const kTemplateHelp = "Llama2ChatTemplate, MistralChatTemplate (torchtune's class paths) or \"\" for none";
+
 void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("tokenizer.json, or Llama 3's tiktoken tokenizer.model");
@@ -94,19 +107,13 @@ void register_components(ft::Registry& reg) {
   }
   {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
-    s.optional("prompt_template", ValueType::String, "\"torchtune.models.llama2.Llama2ChatTemplate\"",
-               "Llama2ChatTemplate ([INST] ... [/INST]) or \"\" for none");
-    reg.add<ft::Tokenizer>(
-        "torchtune.models.llama2.llama2_tokenizer", std::move(s),
-        "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
-        [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
-          const auto t = cfg.get<std::string>("prompt_template");
-          if (!t.empty() && t != "torchtune.models.llama2.Llama2ChatTemplate")
-            cfg.fail("prompt_template",
-                     "expected \"torchtune.models.llama2.Llama2ChatTemplate\" or \"\", got \"" + t + "\"");
-          return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg), truncation(cfg),
-                                               !t.empty());
-        });
+    s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kLlama2ChatTemplate), kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", std::move(s),
+                           "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                  truncation(cfg), prompt_template(cfg));
+                           });
   }
 }
 
