@@ -26,6 +26,10 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, con
                                                     std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                      Truncation truncation, PromptTemplate prompt_template);
+std::unique_ptr<ft::Tokenizer> make_mistral_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                      Truncation truncation, PromptTemplate prompt_template);
+std::unique_ptr<ft::Tokenizer> make_gemma_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                    Truncation truncation, PromptTemplate prompt_template);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

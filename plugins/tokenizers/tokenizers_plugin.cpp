@@ -115,6 +115,26 @@ void register_components(ft::Registry& reg) {
                                                                   truncation(cfg), prompt_template(cfg));
                            });
   }
+  {
+    auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kMistralChatTemplate), kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.mistral.mistral_tokenizer", std::move(s),
+                           "Mistral SentencePiece tokenizer with the Mistral [INST] chat template",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_mistral_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                   truncation(cfg), prompt_template(cfg));
+                           });
+  }
+  {
+    auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("prompt_template", ValueType::String, "\"\"", kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.gemma.gemma_tokenizer", std::move(s),
+                           "Gemma (and Gemma 2) SentencePiece tokenizer; messages back to back, no chat markup",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_gemma_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                 truncation(cfg), prompt_template(cfg));
+                           });
+  }
 }
 
 }  // namespace
