@@ -24,6 +24,9 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, c
 std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, const std::string& merges_file,
                                                     std::int64_t max_seq_len, Truncation truncation,
                                                     std::optional<std::vector<AddedToken>> special_tokens);
+std::unique_ptr<ft::Tokenizer> make_qwen3_tokenizer(const std::string& path, const std::string& merges_file,
+                                                    std::int64_t max_seq_len, Truncation truncation,
+                                                    std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                      Truncation truncation, PromptTemplate prompt_template);
 std::unique_ptr<ft::Tokenizer> make_mistral_tokenizer(const std::string& path, std::int64_t max_seq_len,

@@ -106,6 +106,22 @@ void register_components(ft::Registry& reg) {
                            });
   }
   {
+    auto s = common_schema("vocab.json (with merges_file) or tokenizer.json");
+    s.optional("merges_file", ValueType::String, "", "merges.txt, required when path is a vocab.json")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Qwen 3's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.qwen3.qwen3_tokenizer", std::move(s),
+                           "Qwen 3 byte-level BPE tokenizer (Qwen 2.5's special tokens, <think>, <tool_response>) "
+                           "with the ChatML chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_qwen3_tokenizer(
+                                 cfg.get<std::string>("path"), cfg.get<std::string>("merges_file", ""),
+                                 max_seq_len(cfg), truncation(cfg), special_tokens(cfg));
+                           });
+  }
+  {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kLlama2ChatTemplate), kTemplateHelp);
     reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", std::move(s),
