@@ -33,6 +33,11 @@ std::unique_ptr<ft::Tokenizer> make_mistral_tokenizer(const std::string& path, s
                                                       Truncation truncation, PromptTemplate prompt_template);
 std::unique_ptr<ft::Tokenizer> make_gemma_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                     Truncation truncation, PromptTemplate prompt_template);
+// `special_tokens_path`: where `special_tokens` came from, for errors.
+std::unique_ptr<ft::Tokenizer> make_phi3_mini_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                        Truncation truncation,
+                                                        std::optional<std::vector<AddedToken>> special_tokens,
+                                                        const std::string& special_tokens_path);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

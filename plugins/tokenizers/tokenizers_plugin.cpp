@@ -41,6 +41,8 @@ std::optional<std::vector<ft_tok::AddedToken>> special_tokens(const ft::ConfigNo
   return ft_tok::load_added_tokens(*p);
 }
 
+std::string special_tokens_path(const ft::ConfigNode& cfg) { return cfg.get<std::string>("special_tokens_path", ""); }
+
 // torchtune accepts any PromptTemplate; fthost renders each family's own chat format.
 void refuse_prompt_template(const ft::ConfigNode& cfg) {
   if (auto t = cfg.get_optional<std::string>("prompt_template"); t && !t->empty())
@@ -149,6 +151,20 @@ void register_components(ft::Registry& reg) {
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              return ft_tok::make_gemma_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
                                                                  truncation(cfg), prompt_template(cfg));
+                           });
+  }
+  {
+    auto s = common_schema("Phi-3 mini's SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("special_tokens_path", ValueType::String, "",
+               "tokenizer.json whose added_tokens replace Phi-3's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: Phi-3's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.phi3.phi3_mini_tokenizer", std::move(s),
+                           "Phi-3 mini SentencePiece tokenizer with Phi-3's <|user|> ... <|end|> chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_phi3_mini_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                     truncation(cfg), special_tokens(cfg),
+                                                                     special_tokens_path(cfg));
                            });
   }
 }
