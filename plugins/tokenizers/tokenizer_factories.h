@@ -38,6 +38,9 @@ std::unique_ptr<ft::Tokenizer> make_phi3_mini_tokenizer(const std::string& path,
                                                         Truncation truncation,
                                                         std::optional<std::vector<AddedToken>> special_tokens,
                                                         const std::string& special_tokens_path);
+std::unique_ptr<ft::Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, const std::string& merges_path,
+                                                   std::int64_t max_seq_len, Truncation truncation,
+                                                   std::optional<std::vector<AddedToken>> special_tokens);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

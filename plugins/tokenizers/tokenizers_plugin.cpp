@@ -1,5 +1,6 @@
-// Plugin ft_tokenizers: torchtune's model tokenizers over Hugging Face tokenizer.json,
-// tiktoken, vocab.json + merges.txt and SentencePiece files.
+// Plugin ft_tokenizers: torchtune's model tokenizers (Llama 2 and 3, Qwen 2, 2.5 and 3, Mistral,
+// Gemma, Phi-3 mini, Phi-4) over Hugging Face tokenizer.json, tiktoken, vocab.json + merges.txt and
+// SentencePiece files.
 #include <ft/config.h>
 #include <ft/plugin.h>
 #include <ft/tokenizer.h>
@@ -10,14 +11,20 @@ namespace {
 
 using ft::ValueType;
 
-// The keys torchtune's tokenizer builders share.
-ft::Schema common_schema(const std::string& path_help) {
-  ft::Schema s;
-  s.required("path", ValueType::String, path_help)
+// The keys every torchtune tokenizer builder takes (truncation_type: torchtune's main branch).
+ft::Schema& add_length_keys(ft::Schema& s) {
+  return s
       .optional("max_seq_len", ValueType::Int, "",
                 "truncate tokenized conversations to this many tokens; packed datasets' pack length")
       .optional("truncation_type", ValueType::String, "\"right\"",
                 "which end truncation keeps: right (the start) or left (the end)");
+}
+
+// ... after the tokenizer file, for the builders that take one `path`.
+ft::Schema common_schema(const std::string& path_help) {
+  ft::Schema s;
+  s.required("path", ValueType::String, path_help);
+  add_length_keys(s);
   return s;
 }
 
@@ -165,6 +172,23 @@ void register_components(ft::Registry& reg) {
                              return ft_tok::make_phi3_mini_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
                                                                      truncation(cfg), special_tokens(cfg),
                                                                      special_tokens_path(cfg));
+                           });
+  }
+  {
+    ft::Schema s;
+    s.required("vocab_path", ValueType::String, "Phi-4's vocab.json")
+        .required("merges_path", ValueType::String, "Phi-4's merges.txt");
+    add_length_keys(s)
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Phi-4's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: Phi-4's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.phi4.phi4_tokenizer", std::move(s),
+                           "Phi-4 byte-level BPE tokenizer (cl100k) with the <|im_start|>role<|im_sep|> chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_phi4_tokenizer(cfg.get<std::string>("vocab_path"),
+                                                                cfg.get<std::string>("merges_path"), max_seq_len(cfg),
+                                                                truncation(cfg), special_tokens(cfg));
                            });
   }
 }
