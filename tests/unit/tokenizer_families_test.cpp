@@ -93,6 +93,33 @@ TEST(TokenizerFamilies, GemmaSpecialTokens) {
   EXPECT_EQ(tok->stop_tokens(), std::vector<std::int64_t>{1});
 }
 
+// The SentencePiece families take a tokenizer.json too. Their chat renderings on the shared
+// $FT_FIXTURES/tokenizers/llama2/tokenizer.json (whose vocabulary is Mistral 7B's: docs/data.md),
+// which the sanitizer suite runs (it cannot load a SentencePiece model:
+// tests/sanitizers/excluded_tests.txt).
+TEST(TokenizerFamilies, ChatFormatsOverATokenizerJson) {
+  const auto path = "path = " + quoted(fttest::tokenizers_dir() + "/llama2/tokenizer.json") + "\n";
+  const std::vector<ft::Message> chat = {{"user", "Hi", true}, {"assistant", "Hello"}};
+  auto mistral = fttest::make_tokenizer("torchtune.models.mistral.mistral_tokenizer", path);
+  const auto m = mistral->tokenize_messages(chat, true);
+  ASSERT_EQ(m.tokens.size(), m.mask.size());
+  EXPECT_EQ(m.tokens.front(), 1);
+  EXPECT_EQ(m.tokens.back(), 2);
+  // torchtune's ids on Mistral's tokenizer.model, which this tokenizer.json's vocabulary is, and
+  // Hugging Face's decoding of them.
+  EXPECT_EQ(m.tokens,
+            (std::vector<std::int64_t>{1, 733, 16289, 28793, 15359, 28705, 733, 28748, 16289, 28793, 22557, 2}));
+  EXPECT_EQ(mistral->decode(m.tokens), "<s> [INST] Hi  [/INST] Hello</s>");
+  EXPECT_TRUE(m.mask.front());  // BOS, with the user's message
+  EXPECT_FALSE(m.mask.back());  // EOS, with the assistant's
+  auto phi3 = fttest::make_tokenizer("torchtune.models.phi3.phi3_mini_tokenizer", path);
+  const auto p = phi3->tokenize_messages(chat, true);
+  ASSERT_EQ(p.tokens.size(), p.mask.size());
+  EXPECT_EQ(p.tokens[1], 32010);
+  EXPECT_EQ(p.tokens.back(), 32000);
+  EXPECT_EQ(std::count(p.tokens.begin(), p.tokens.end(), 32007), 2);
+}
+
 // Phi-3's special tokens sit above its SentencePiece vocabulary, which torchtune reports as the
 // vocabulary size (32000); fthost's covers every id the tokenizer emits, so the recipe's check
 // against the model's embedding (32064) holds. SentencePiece never sees them: in text they are
