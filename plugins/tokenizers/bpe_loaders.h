@@ -18,10 +18,14 @@ std::unique_ptr<BpePipeline> load_hf_tokenizer_json(const std::string& path);
 std::unique_ptr<BpePipeline> load_tiktoken(const std::string& path, const std::string& pattern,
                                            std::vector<AddedToken> special_tokens);
 
-// Byte-level BPE with NFC normalization and `pattern`, as torchtune's Qwen2Tokenizer;
-// special tokens are split out of the input text.
+// What a vocab.json + merges.txt tokenizer does to the text before splitting it: Qwen's
+// normalizes to NFC (torchtune's Qwen2Tokenizer), Phi-4's cl100k vocabulary takes it as it is.
+enum class Normalization { None, NFC };
+
+// Byte-level BPE with `pattern`; special tokens are split out of the input text.
 std::unique_ptr<BpePipeline> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path,
-                                               const std::string& pattern, std::vector<AddedToken> special_tokens);
+                                               const std::string& pattern, Normalization normalization,
+                                               std::vector<AddedToken> special_tokens);
 
 // The file's contents; throws naming the path (and the working directory when relative).
 std::string read_text_file(const std::string& path, const std::string& what);

@@ -6,14 +6,12 @@
 #include <cctype>
 
 #include "bpe_loaders.h"
+#include "pretokenize_patterns.h"
 #include "tokenizer_factories.h"
 
 namespace ft_tok {
 
 namespace {
-
-constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // torchtune's LLAMA3_SPECIAL_TOKENS: the named ones, then reserved tokens filling 128013..128255.
 std::vector<AddedToken> llama3_special_tokens() {
@@ -115,7 +113,7 @@ std::unique_ptr<ft::Tokenizer> make_llama3_tokenizer(const std::string& path, st
     codec = std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
   } else {
     codec = std::make_shared<BpeCodec>(
-        load_tiktoken(path, kLlama3Pattern, special_tokens ? std::move(*special_tokens) : llama3_special_tokens()));
+        load_tiktoken(path, kCl100kPattern, special_tokens ? std::move(*special_tokens) : llama3_special_tokens()));
   }
   return std::make_unique<Llama3Tokenizer>(std::move(codec), max_seq_len, truncation);
 }

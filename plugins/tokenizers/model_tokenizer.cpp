@@ -27,8 +27,10 @@ std::int64_t ModelTokenizer::required_token(const std::string& text) const {
   return *id;
 }
 
-void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask) const {
+void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask,
+                            TruncateWhen when) const {
   if (max_seq_len_ <= 0) return;
+  if (when == TruncateWhen::AtMaxSeqLen && static_cast<std::int64_t>(out.tokens.size()) < max_seq_len_) return;
   // With end tokens a conversation stopped early at max_seq_len is one token over it here.
   out.truncated = static_cast<std::int64_t>(out.tokens.size()) > max_seq_len_;
   out.tokens = truncate<std::int64_t>(

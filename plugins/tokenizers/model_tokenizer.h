@@ -1,5 +1,5 @@
 // Shared part of torchtune's model tokenizers: a TextCodec plus the model family's special ids,
-// max_seq_len and truncation. Each family (llama3, qwen2_5, llama2) adds its chat format.
+// max_seq_len and truncation. Each family adds its chat format.
 #pragma once
 
 #include <ft/tokenizer.h>
@@ -53,8 +53,13 @@ class ModelTokenizer : public ft::Tokenizer {
   std::vector<std::int64_t> encode_plain(std::string_view text) const { return codec_->encode(text); }
   // The id of a special token the chat format needs; throws naming it when the vocabulary lacks it.
   std::int64_t required_token(const std::string& text) const;
+  // When finish() truncates: torchtune's Llama 2, Mistral, Gemma and Qwen tokenizers always (so with
+  // end tokens a shorter conversation that does not end in EOS gets its last token replaced by EOS
+  // too), its Phi-3 and Phi-4 tokenizers only a conversation that reached max_seq_len.
+  enum class TruncateWhen { Always, AtMaxSeqLen };
   // Truncates tokens and mask to max_seq_len (if set), ending them with `eos` / `eos_mask`.
-  void finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask) const;
+  void finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask,
+              TruncateWhen when = TruncateWhen::Always) const;
 
   std::shared_ptr<const TextCodec> codec_;
   Ids ids_;

@@ -7,8 +7,6 @@
 
 namespace ft_tok {
 
-namespace {
-
 std::vector<AddedToken> qwen2_5_special_tokens() {
   const char* names[] = {"<|endoftext|>",      "<|im_start|>",     "<|im_end|>",     "<|object_ref_start|>",
                          "<|object_ref_end|>", "<|box_start|>",    "<|box_end|>",    "<|quad_start|>",
@@ -21,8 +19,6 @@ std::vector<AddedToken> qwen2_5_special_tokens() {
   for (const char* n : names) t.push_back({n, id++});
   return t;
 }
-
-}  // namespace
 
 std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, const std::string& merges_file,
                                                       std::int64_t max_seq_len, Truncation truncation,

@@ -3,16 +3,9 @@
 #include <ft/errors.h>
 
 #include "bpe_loaders.h"
+#include "pretokenize_patterns.h"
 
 namespace ft_tok {
-
-namespace {
-
-// torchtune's Qwen2 PRETOKENIZE_REGEX.
-constexpr const char* kQwenPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-}  // namespace
 
 std::shared_ptr<const TextCodec> load_qwen_codec(const std::string& path, const std::string& merges_file,
                                                  std::vector<AddedToken> special_tokens) {
@@ -24,7 +17,8 @@ std::shared_ptr<const TextCodec> load_qwen_codec(const std::string& path, const 
   if (merges_file.empty())
     throw ft::Error("merges_file is required with path = \"" + path +
                     "\" (a vocab.json); or set path to a tokenizer.json");
-  return std::make_shared<BpeCodec>(load_vocab_merges(path, merges_file, kQwenPattern, std::move(special_tokens)));
+  return std::make_shared<BpeCodec>(
+      load_vocab_merges(path, merges_file, kQwen2Pattern, Normalization::NFC, std::move(special_tokens)));
 }
 
 }  // namespace ft_tok

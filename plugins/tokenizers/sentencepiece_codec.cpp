@@ -107,6 +107,11 @@ std::unique_ptr<TextCodec> load_sentencepiece(const std::string& path) {
   return std::make_unique<SentencePieceCodec>(path);
 }
 
+std::shared_ptr<const TextCodec> load_sentencepiece_or_tokenizer_json(const std::string& path) {
+  if (looks_like_json(path)) return std::make_shared<BpeCodec>(load_hf_tokenizer_json(path));
+  return load_sentencepiece(path);
+}
+
 bool looks_like_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char c = 0;

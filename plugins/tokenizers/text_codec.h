@@ -40,4 +40,7 @@ std::unique_ptr<TextCodec> load_sentencepiece(const std::string& path);
 // True when the file is JSON (a tokenizer.json) rather than a binary or ranks model file.
 bool looks_like_json(const std::string& path);
 
+// A SentencePiece `.model`, or the same model converted to a Hugging Face tokenizer.json.
+std::shared_ptr<const TextCodec> load_sentencepiece_or_tokenizer_json(const std::string& path);
+
 }  // namespace ft_tok

@@ -10,6 +10,7 @@
 
 #include "bpe_pipeline.h"
 #include "model_tokenizer.h"
+#include "prompt_template.h"
 
 namespace ft_tok {
 
@@ -23,8 +24,23 @@ std::unique_ptr<ft::Tokenizer> make_qwen2_5_tokenizer(const std::string& path, c
 std::unique_ptr<ft::Tokenizer> make_qwen2_tokenizer(const std::string& path, const std::string& merges_file,
                                                     std::int64_t max_seq_len, Truncation truncation,
                                                     std::optional<std::vector<AddedToken>> special_tokens);
+std::unique_ptr<ft::Tokenizer> make_qwen3_tokenizer(const std::string& path, const std::string& merges_file,
+                                                    std::int64_t max_seq_len, Truncation truncation,
+                                                    std::optional<std::vector<AddedToken>> special_tokens);
 std::unique_ptr<ft::Tokenizer> make_llama2_tokenizer(const std::string& path, std::int64_t max_seq_len,
-                                                     Truncation truncation, bool chat_template);
+                                                     Truncation truncation, PromptTemplate prompt_template);
+std::unique_ptr<ft::Tokenizer> make_mistral_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                      Truncation truncation, PromptTemplate prompt_template);
+std::unique_ptr<ft::Tokenizer> make_gemma_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                    Truncation truncation, PromptTemplate prompt_template);
+// `special_tokens_path`: where `special_tokens` came from, for errors.
+std::unique_ptr<ft::Tokenizer> make_phi3_mini_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                        Truncation truncation,
+                                                        std::optional<std::vector<AddedToken>> special_tokens,
+                                                        const std::string& special_tokens_path);
+std::unique_ptr<ft::Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, const std::string& merges_path,
+                                                   std::int64_t max_seq_len, Truncation truncation,
+                                                   std::optional<std::vector<AddedToken>> special_tokens);
 
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);

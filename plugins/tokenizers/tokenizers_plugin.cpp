@@ -1,5 +1,6 @@
-// Plugin ft_tokenizers: torchtune's model tokenizers over Hugging Face tokenizer.json,
-// tiktoken, vocab.json + merges.txt and SentencePiece files.
+// Plugin ft_tokenizers: torchtune's model tokenizers (Llama 2 and 3, Qwen 2, 2.5 and 3, Mistral,
+// Gemma, Phi-3 mini, Phi-4) over Hugging Face tokenizer.json, tiktoken, vocab.json + merges.txt and
+// SentencePiece files.
 #include <ft/config.h>
 #include <ft/plugin.h>
 #include <ft/tokenizer.h>
@@ -10,14 +11,20 @@ namespace {
 
 using ft::ValueType;
 
-// The keys torchtune's tokenizer builders share.
-ft::Schema common_schema(const std::string& path_help) {
-  ft::Schema s;
-  s.required("path", ValueType::String, path_help)
+// The keys every torchtune tokenizer builder takes (truncation_type: torchtune's main branch).
+ft::Schema& add_length_keys(ft::Schema& s) {
+  return s
       .optional("max_seq_len", ValueType::Int, "",
                 "truncate tokenized conversations to this many tokens; packed datasets' pack length")
       .optional("truncation_type", ValueType::String, "\"right\"",
                 "which end truncation keeps: right (the start) or left (the end)");
+}
+
+// ... after the tokenizer file, for the builders that take one `path`.
+ft::Schema common_schema(const std::string& path_help) {
+  ft::Schema s;
+  s.required("path", ValueType::String, path_help);
+  add_length_keys(s);
   return s;
 }
 
@@ -41,12 +48,27 @@ std::optional<std::vector<ft_tok::AddedToken>> special_tokens(const ft::ConfigNo
   return ft_tok::load_added_tokens(*p);
 }
 
+std::string special_tokens_path(const ft::ConfigNode& cfg) { return cfg.get<std::string>("special_tokens_path", ""); }
+
 // torchtune accepts any PromptTemplate; fthost renders each family's own chat format.
 void refuse_prompt_template(const ft::ConfigNode& cfg) {
   if (auto t = cfg.get_optional<std::string>("prompt_template"); t && !t->empty())
     cfg.fail("prompt_template",
              "custom prompt templates are not supported; the family's chat format is used (remove the key)");
 }
+
+// The SentencePiece families' templates (prompt_template.h); "" for none.
+ft_tok::PromptTemplate prompt_template(const ft::ConfigNode& cfg) {
+  try {
+    return ft_tok::parse_prompt_template(cfg.get<std::string>("prompt_template"));
+  } catch (const ft::Error& e) {
+    cfg.fail("prompt_template", e.what());
+  }
+}
+
+std::string toml_string(const std::string& s) { return "\"" + s + "\""; }
+
+const char* const kTemplateHelp = "Llama2ChatTemplate, MistralChatTemplate (torchtune's class paths) or \"\" for none";
 
 void register_components(ft::Registry& reg) {
   {
@@ -93,20 +115,81 @@ void register_components(ft::Registry& reg) {
                            });
   }
   {
+    auto s = common_schema("vocab.json (with merges_file) or tokenizer.json");
+    s.optional("merges_file", ValueType::String, "", "merges.txt, required when path is a vocab.json")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Qwen 3's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.qwen3.qwen3_tokenizer", std::move(s),
+                           "Qwen 3 byte-level BPE tokenizer (Qwen 2.5's special tokens, <think>, <tool_response>) "
+                           "with the ChatML chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_qwen3_tokenizer(
+                                 cfg.get<std::string>("path"), cfg.get<std::string>("merges_file", ""),
+                                 max_seq_len(cfg), truncation(cfg), special_tokens(cfg));
+                           });
+  }
+  {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
-    s.optional("prompt_template", ValueType::String, "\"torchtune.models.llama2.Llama2ChatTemplate\"",
-               "Llama2ChatTemplate ([INST] ... [/INST]) or \"\" for none");
-    reg.add<ft::Tokenizer>(
-        "torchtune.models.llama2.llama2_tokenizer", std::move(s),
-        "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
-        [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
-          const auto t = cfg.get<std::string>("prompt_template");
-          if (!t.empty() && t != "torchtune.models.llama2.Llama2ChatTemplate")
-            cfg.fail("prompt_template",
-                     "expected \"torchtune.models.llama2.Llama2ChatTemplate\" or \"\", got \"" + t + "\"");
-          return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg), truncation(cfg),
-                                               !t.empty());
-        });
+    s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kLlama2ChatTemplate), kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", std::move(s),
+                           "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                  truncation(cfg), prompt_template(cfg));
+                           });
+  }
+  {
+    auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kMistralChatTemplate), kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.mistral.mistral_tokenizer", std::move(s),
+                           "Mistral SentencePiece tokenizer with the Mistral [INST] chat template",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_mistral_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                   truncation(cfg), prompt_template(cfg));
+                           });
+  }
+  {
+    auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("prompt_template", ValueType::String, "\"\"", kTemplateHelp);
+    reg.add<ft::Tokenizer>("torchtune.models.gemma.gemma_tokenizer", std::move(s),
+                           "Gemma (and Gemma 2) SentencePiece tokenizer; messages back to back, no chat markup",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             return ft_tok::make_gemma_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                 truncation(cfg), prompt_template(cfg));
+                           });
+  }
+  {
+    auto s = common_schema("Phi-3 mini's SentencePiece tokenizer.model, or tokenizer.json");
+    s.optional("special_tokens_path", ValueType::String, "",
+               "tokenizer.json whose added_tokens replace Phi-3's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: Phi-3's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.phi3.phi3_mini_tokenizer", std::move(s),
+                           "Phi-3 mini SentencePiece tokenizer with Phi-3's <|user|> ... <|end|> chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_phi3_mini_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                     truncation(cfg), special_tokens(cfg),
+                                                                     special_tokens_path(cfg));
+                           });
+  }
+  {
+    ft::Schema s;
+    s.required("vocab_path", ValueType::String, "Phi-4's vocab.json")
+        .required("merges_path", ValueType::String, "Phi-4's merges.txt");
+    add_length_keys(s)
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Phi-4's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: Phi-4's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.phi4.phi4_tokenizer", std::move(s),
+                           "Phi-4 byte-level BPE tokenizer (cl100k) with the <|im_start|>role<|im_sep|> chat format",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             return ft_tok::make_phi4_tokenizer(cfg.get<std::string>("vocab_path"),
+                                                                cfg.get<std::string>("merges_path"), max_seq_len(cfg),
+                                                                truncation(cfg), special_tokens(cfg));
+                           });
   }
 }
 

@@ -1,5 +1,6 @@
 // GPT-2-style `vocab.json` (byte-level spelled token -> id) and `merges.txt` ("left right" a
-// line, rank order, an optional "#version" first line), as torchtune's Qwen2Tokenizer reads them.
+// line, rank order, an optional "#version" first line), as torchtune's Qwen2Tokenizer and Phi-4's
+// tokenizer read them.
 #include <ft/errors.h>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,8 @@
 namespace ft_tok {
 
 std::unique_ptr<BpePipeline> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path,
-                                               const std::string& pattern, std::vector<AddedToken> special_tokens) {
+                                               const std::string& pattern, Normalization normalization,
+                                               std::vector<AddedToken> special_tokens) {
   const ByteLevelAlphabet alphabet;
   auto raw = [&](const std::string& spelled) {
     std::string out;
@@ -43,7 +45,7 @@ std::unique_ptr<BpePipeline> load_vocab_merges(const std::string& vocab_path, co
   }
   PipelineSpec spec;
   spec.added_tokens = std::move(special_tokens);
-  spec.normalizers.push_back({});  // NFC
+  if (normalization == Normalization::NFC) spec.normalizers.push_back({});  // NormalizerStep's default: NFC
   PreTokenizerStep split;
   split.regex = std::make_shared<RegexSplitter>(pattern);
   spec.pre_tokenizers.push_back(std::move(split));
