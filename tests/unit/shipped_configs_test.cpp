@@ -1,6 +1,16 @@
 // The configurations under configs/ as a user runs them through the fthost binary: every one
-// passes `fthost validate` as shipped and with its paths pointed at local files, and torchtune's
-// own llama3_2/1B_full and qwen2_5/0.5B_full YAML files train with a tiny model swapped in.
+// passes `fthost validate` as shipped and with its paths pointed at local files; torchtune's own
+// llama3_2/1B_full and qwen2_5/0.5B_full YAML files train with a tiny model swapped in, and one
+// YAML file of each newer family (Qwen 3, Gemma, Gemma 2, Mistral, Phi-3 and Phi-4) trains the
+// family's tiny Hugging Face fixture that the ctest fixture family_goldens generates.
+//
+// The published tokenizer files of the newer families are the ones the tokenizer tests read
+// (scripts/tokenizer_fixtures.py writes them into the build tree, next to family_goldens/).
+#ifndef FT_TOKENIZER_FIXTURES_DIR
+#define FT_TOKENIZER_FIXTURES_DIR FT_FAMILY_GOLDEN_DIR "/../tokenizer_fixtures"
+#endif
+#include "golden_cases.h"
+#include "published_tokenizers.h"
 #include "text_data_support.h"
 
 #include <boost/filesystem.hpp>
@@ -29,11 +39,15 @@ std::vector<std::string> shipped_configs(const std::string& extension) {
 
 // The torchtune full_finetune_distributed configs ported under configs/.
 const std::vector<std::string> kPortedConfigs = {
-    "llama2/7B_full",    "llama2/13B_full", "llama3/8B_full",  "llama3_1/8B_full", "llama3_2/1B_full",
-    "llama3_2/3B_full",  "qwen2/0.5B_full", "qwen2/1.5B_full", "qwen2/7B_full",    "qwen2_5/0.5B_full",
-    "qwen2_5/1.5B_full", "qwen2_5/3B_full", "qwen2_5/7B_full"};
+    "llama2/7B_full",    "llama2/13B_full",   "llama3/8B_full",    "llama3/70B_full",   "llama3_1/8B_full",
+    "llama3_1/70B_full", "llama3_2/1B_full",  "llama3_2/3B_full",  "llama3_3/70B_full", "llama3_3/70B_full_multinode",
+    "mistral/7B_full",   "gemma/2B_full",     "gemma/7B_full",     "gemma2/2B_full",    "gemma2/9B_full",
+    "gemma2/27B_full",   "phi3/mini_full",    "phi4/14B_full",     "qwen2/0.5B_full",   "qwen2/1.5B_full",
+    "qwen2/7B_full",     "qwen2_5/0.5B_full", "qwen2_5/1.5B_full", "qwen2_5/3B_full",   "qwen2_5/7B_full",
+    "qwen3/0.6B_full",   "qwen3/1.7B_full",   "qwen3/4B_full",     "qwen3/8B_full"};
 
 TEST(ShippedConfigs, EveryPortedTorchtuneConfigIsShipped) {
+  EXPECT_EQ(kPortedConfigs.size(), 29u);
   for (const auto& name : kPortedConfigs) EXPECT_TRUE(fs::exists(kConfigs + "/" + name + ".yaml")) << name;
   EXPECT_EQ(shipped_configs(".yaml").size(), kPortedConfigs.size());
 }
@@ -64,18 +78,39 @@ std::string qwen_vocab_merges_overrides() {
   return overrides;
 }
 
+bool starts_with(const std::string& name, const char* prefix) { return name.rfind(prefix, 0) == 0; }
+
+// The tokenizer files of a ported config's family: the shared fixtures' for Llama and Qwen 2 /
+// 2.5, the published files the tokenizer tests read for the newer families.
+std::string tokenizer_overrides(const std::string& name) {
+  namespace published = fttest::published;
+  if (starts_with(name, "qwen3/"))
+    return " tokenizer.path=" + published::file("qwen3", "vocab.json") +
+           " tokenizer.merges_file=" + published::file("qwen3", "merges.txt");
+  if (starts_with(name, "qwen")) return qwen_vocab_merges_overrides();
+  if (starts_with(name, "gemma")) return " tokenizer.path=" + published::file("gemma", "tokenizer.model");
+  if (starts_with(name, "mistral/")) return " tokenizer.path=" + published::file("mistral", "tokenizer.model");
+  if (starts_with(name, "phi3/")) return " tokenizer.path=" + published::file("phi3_mini", "tokenizer.model");
+  if (starts_with(name, "phi4/"))
+    return " tokenizer.vocab_path=" + published::file("phi4", "vocab.json") +
+           " tokenizer.merges_path=" + published::file("phi4", "merges.txt");
+  if (starts_with(name, "llama2/")) return " tokenizer.path=" + fttest::tokenizers_dir() + "/llama2/tokenizer.json";
+  return " tokenizer.path=" + fttest::tokenizers_dir() + "/llama3/tokenizer.json";
+}
+
+bool yaml_contains(const std::string& name, const std::string& text) {
+  return fttest::read_file(kConfigs + "/" + name + ".yaml").find(text) != std::string::npos;
+}
+
+// Whether torchtune's config has a validation dataset (the Qwen 3 ones have none).
+bool has_dataset_val(const std::string& name) { return yaml_contains(name, "\ndataset_val:"); }
+
 // Points every path of a ported config at the fixtures: tokenizer files of its family, the
 // Alpaca sample as both the training and the validation data, and `checkpoint_dir`.
 std::string path_overrides(const std::string& name, const std::string& checkpoint_dir) {
-  std::string tokenizer;
-  if (name.rfind("qwen", 0) == 0)
-    tokenizer = qwen_vocab_merges_overrides();
-  else if (name.rfind("llama2", 0) == 0)
-    tokenizer = " tokenizer.path=" + fttest::tokenizers_dir() + "/llama2/tokenizer.json";
-  else
-    tokenizer = " tokenizer.path=" + fttest::tokenizers_dir() + "/llama3/tokenizer.json";
   const std::string alpaca = fttest::data_dir() + "/alpaca_tiny.json";
-  return tokenizer + " dataset.source=" + alpaca + " dataset_val.source=" + alpaca +
+  return tokenizer_overrides(name) + " dataset.source=" + alpaca +
+         (has_dataset_val(name) ? " dataset_val.source=" + alpaca : "") +
          " checkpointer.checkpoint_dir=" + checkpoint_dir;
 }
 
@@ -144,12 +179,79 @@ TEST_P(TorchtuneYamlTrains, FromALocalCheckpointWithALossThatFalls) {
   EXPECT_LT(losses.back(), losses.front() - 0.5) << r.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, TorchtuneYamlTrains, ::testing::Values("llama3_2/1B_full", "qwen2_5/0.5B_full"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+std::string test_name(std::string name) {
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShippedConfigs, TorchtuneYamlTrains,
+                         ::testing::Values("llama3_2/1B_full", "qwen2_5/0.5B_full"),
+                         [](const auto& param_info) { return test_name(param_info.param); });
+
+// A ported YAML file of a newer family and the tiny Hugging Face fixture of that family
+// (tests/golden/make_family_goldens.py) it trains. Phi-4 is Phi3ForCausalLM with other sizes, so
+// phi4/14B_full trains the Phi-3 fixture under its own model_type, PHI4.
+struct FamilyRun {
+  std::string config;
+  std::string fixture;
+};
+
+void PrintTo(const FamilyRun& r, std::ostream* os) { *os << r.config << " on " << r.fixture; }
+
+class TorchtuneFamilyYamlTrains : public ::testing::TestWithParam<FamilyRun> {};
+
+// torchtune's YAML as shipped, with the family's tiny fixture in place of the named model: the
+// model built from the fixture's config.json, the checkpointer reading its model.safetensors
+// (under the YAML's own model_type), and a few of the fixture's pre-tokenized samples as the
+// data, four of them four times over, so that eight steps of the YAML's batch size see each
+// sample about four times and the loss must fall. The samples are in the fixture's own 256-token
+// vocabulary, which no published tokenizer has, so the tokenizer is left out (the pad id is then
+// 0, as the fixture's). Everything else — loss, optimizer, dtype, activation checkpointing,
+// batch size, the checkpointer's model_type — is the YAML's.
+TEST_P(TorchtuneFamilyYamlTrains, TheFamilysTinyFixtureWithALossThatFalls) {
+  const auto& [name, fixture_name] = GetParam();
+  const std::string config = kConfigs + "/" + name + ".yaml";
+  const std::string fixture = fttest::golden::family_golden_dir() + "/fixtures/" + fixture_name;
+  ASSERT_TRUE(fs::exists(fixture + "/model.safetensors")) << fixture << " (the ctest fixture family_goldens makes it)";
+  const std::string dir = fttest::temp_dir();
+
+  const auto samples = fttest::golden::read_jsonl(fixture + "/data.jsonl");
+  ASSERT_GE(samples.size(), 4u);
+  std::string lines;
+  for (int repeat = 0; repeat < 4; ++repeat)
+    for (std::size_t i = 0; i < 4; ++i) lines += samples[i].dump() + "\n";
+  const std::string data_file = dir + "/data.jsonl";
+  std::ofstream(data_file) << lines;
+
+  std::string data =
+      " dataset._component_=fthost.datasets.tokenized_jsonl '~dataset.packed' dataset.source=" + data_file;
+  if (yaml_contains(name, "  split: train[:95%]")) data += " '~dataset.split'";
+  if (has_dataset_val(name))
+    data +=
+        " dataset_val._component_=fthost.datasets.tokenized_jsonl '~dataset_val.split' dataset_val.source=" + data_file;
+
+  auto r = fthost("--config " + config + " output_dir=" + dir + "/run model._component_=fthost.models.from_hf_config" +
+                  " model.path=" + fixture + " checkpointer.checkpoint_dir=" + fixture +
+                  " 'checkpointer.checkpoint_files=[\"model.safetensors\"]' '~tokenizer'" + data +
+                  " epochs=1 max_steps_per_epoch=8 gradient_accumulation_steps=1 optimizer.lr=3e-3"
+                  " metric_logger.output_fmt=jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("weights from the checkpoint"), std::string::npos) << r.output;
+  const auto losses = logged_losses(dir + "/run/logs");
+  ASSERT_EQ(losses.size(), 8u) << r.output;
+  for (double loss : losses) EXPECT_TRUE(std::isfinite(loss)) << r.output;
+  // The fixtures' weights are small random numbers: the first loss is near ln(256) (~5.5).
+  EXPECT_GT(losses.front(), 4.5) << r.output;
+  EXPECT_LT(losses.back(), losses.front() - 0.5) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/run/epoch_0/model.safetensors")) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ShippedConfigs, TorchtuneFamilyYamlTrains,
+    ::testing::Values(FamilyRun{"qwen3/0.6B_full", "qwen3_tied"}, FamilyRun{"gemma/2B_full", "gemma_tied"},
+                      FamilyRun{"gemma2/2B_full", "gemma2"}, FamilyRun{"mistral/7B_full", "mistral_sliding"},
+                      FamilyRun{"phi3/mini_full", "phi3_untied"}, FamilyRun{"phi4/14B_full", "phi3_untied"}),
+    [](const auto& param_info) { return test_name(param_info.param.config); });
 
 }  // namespace
