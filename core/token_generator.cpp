@@ -56,10 +56,12 @@ std::vector<float> NextTokenLogits::run(const std::vector<std::int64_t>& tokens,
   request.hidden_only = true;  // only the last position is projected onto the vocabulary
   const ft::ModelOutput out = model_.forward(input, request);
   const at::Tensor hidden = out.hidden.select(1, n - 1);  // [1, dim]
-  at::Tensor logits = at::linear(hidden, model_.output_weight());
   // The model's own logits are soft-capped (Gemma 2); projecting here must not skip that.
-  if (out.final_logit_softcap > 0) logits = at::tanh(logits / out.final_logit_softcap) * out.final_logit_softcap;
-  logits = logits.to(at::kFloat).cpu().contiguous().view(-1);
+  const at::Tensor logits = ft::soft_cap(at::linear(hidden, model_.output_weight()), out.final_logit_softcap)
+                                .to(at::kFloat)
+                                .cpu()
+                                .contiguous()
+                                .view(-1);
   return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
 }
 

@@ -86,9 +86,8 @@ class LinearCrossEntropy final : public ft::Loss {
     const auto target_chunks = kept_targets.chunk(chunks_, 0);
     const double cap = out.final_logit_softcap;
     for (std::size_t i = 0; i < hidden_chunks.size(); ++i) {
-      at::Tensor logits = at::linear(hidden_chunks[i], weight);
       // The model's own logits are soft-capped (Gemma 2): the loss computes the same logits.
-      if (cap > 0) logits = at::tanh(logits / cap) * cap;
+      const at::Tensor logits = ft::soft_cap(at::linear(hidden_chunks[i], weight), cap);
       total = total + cross_entropy_sum(logits, target_chunks[i], ignore_index_, out.vocab_shard);
     }
     return total;

@@ -59,6 +59,10 @@ struct NamedTensor {
   std::vector<at::Tensor> parts;
 };
 
+// cap * tanh(x / cap) (Gemma 2's soft-capped attention scores and logits); `x` itself when cap <= 0.
+// Everything that computes a model's logits applies the same one (ModelOutput::final_logit_softcap).
+at::Tensor soft_cap(const at::Tensor& x, double cap);
+
 // The tensor a checkpoint holds under `t.name`: the live parameter, or the parts concatenated (a
 // copy, made only when asked for, so listing a model's names and shapes allocates nothing).
 at::Tensor checkpoint_value(const NamedTensor& t);

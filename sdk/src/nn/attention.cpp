@@ -1,3 +1,4 @@
+#include <ft/model.h>
 #include <ft/nn/attention.h>
 #include <ft/nn/rotary_embedding.h>
 
@@ -5,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 namespace ft::nn {
@@ -70,18 +72,42 @@ at::Tensor explicit_attention(const at::Tensor& q, const at::Tensor& k, const at
   const at::Tensor keys = group > 1 ? k.repeat_interleave(group, 1) : k;
   const at::Tensor values = group > 1 ? v.repeat_interleave(group, 1) : v;
   at::Tensor weights = at::matmul(q, keys.transpose(-1, -2)) * scores.scale;
-  if (scores.softcap > 0) weights = at::tanh(weights / scores.softcap) * scores.softcap;
+  weights = ft::soft_cap(weights, scores.softcap);
   weights = weights.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   const at::Tensor probs = at::softmax(weights, -1, at::kFloat).to(q.scalar_type());
   return at::matmul(probs, values);
 }
 
-at::Tensor sliding_window_mask(const at::Tensor& mask, std::int64_t seq_len, std::int64_t window,
-                               const at::TensorOptions& device) {
+namespace {
+
+at::Tensor causal_band(std::int64_t seq_len, std::int64_t window, const at::TensorOptions& device) {
   const at::Tensor index = at::arange(seq_len, device.dtype(at::kLong));
   const at::Tensor query = index.unsqueeze(1), key = index.unsqueeze(0);
   at::Tensor band = key <= query;
   if (window > 0) band = band.logical_and(query - key < window);
+  return band;
+}
+
+// Every layer of one forward (and a checkpointed layer's recompute) asks for the same bands: built
+// once per sequence length, window and device, not once per layer. Read-only once built.
+const at::Tensor& shared_causal_band(std::int64_t seq_len, std::int64_t window, const at::TensorOptions& device) {
+  struct Bands {
+    std::int64_t seq_len = -1;
+    c10::Device device = c10::Device(c10::DeviceType::CPU);
+    std::map<std::int64_t, at::Tensor> by_window;  // Gemma 2 alternates two windows
+  };
+  thread_local Bands bands;
+  if (bands.seq_len != seq_len || bands.device != device.device()) bands = Bands{seq_len, device.device(), {}};
+  at::Tensor& band = bands.by_window[window];
+  if (!band.defined()) band = causal_band(seq_len, window, device);
+  return band;
+}
+
+}  // namespace
+
+at::Tensor sliding_window_mask(const at::Tensor& mask, std::int64_t seq_len, std::int64_t window,
+                               const at::TensorOptions& device) {
+  const at::Tensor& band = shared_causal_band(seq_len, window, device);
   return mask.defined() ? mask.logical_and(band) : band;
 }
 

@@ -84,7 +84,7 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
   // weight gradient per chunk and summed them: num_output_chunks extra passes over the largest
   // matrix, and matmuls of a chunk's few rows each.
   at::Tensor logits = at::linear(hidden, weight);
-  if (cfg.final_logit_softcap > 0) logits = at::tanh(logits / cfg.final_logit_softcap) * cfg.final_logit_softcap;
+  logits = ft::soft_cap(logits, cfg.final_logit_softcap);
   const int chunks = std::max(1, request.num_output_chunks);
   out.logits = chunks == 1 ? std::vector<at::Tensor>{logits} : logits.chunk(chunks, 1);
   return out;

@@ -1,6 +1,7 @@
 #include <ft/nn/kv_cache.h>
 
 #include <ft/errors.h>
+#include <ft/model.h>
 
 #include <ATen/ATen.h>
 
@@ -58,7 +59,7 @@ at::Tensor KVCache::attend(const at::Tensor& q, const at::Tensor& k, const at::T
   at::Tensor grouped = q.transpose(1, 2).reshape({b, kv_heads, group * s, head_dim});
   at::Tensor scores = at::matmul(grouped, keys.transpose(-1, -2)).view({b, kv_heads, group, s, length});
   scores = scores.to(at::kFloat) * options.scale;
-  if (options.softcap > 0) scores = at::tanh(scores / options.softcap) * options.softcap;
+  scores = ft::soft_cap(scores, options.softcap);
   const at::Tensor token_pos = (pos.dim() == 1 ? pos.unsqueeze(0) : pos).unsqueeze(-1);  // [b or 1, s, 1]
   const at::Tensor key_pos = at::arange(length, pos.options()).view({1, 1, length});
   at::Tensor allowed = key_pos <= token_pos;
