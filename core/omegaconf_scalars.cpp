@@ -112,11 +112,16 @@ bool to_float(const std::string& text, double& out) {
     const bool negative = digits[0] == '-';
     double value = 0;
     std::size_t start = digits[0] == '-' || digits[0] == '+' ? 1 : 0;
+    // strtod, not stod: a part too large for a double is infinity, as PyYAML's float() makes it,
+    // where stod would throw out_of_range past the config loader's error handling.
+    const auto part_value = [&](std::size_t from, std::size_t count) {
+      return std::strtod(digits.substr(from, count).c_str(), nullptr);
+    };
     for (auto next = digits.find(':', start); next != std::string::npos; next = digits.find(':', start)) {
-      value = value * 60 + std::stod(digits.substr(start, next - start));
+      value = value * 60 + part_value(start, next - start);
       start = next + 1;
     }
-    value = value * 60 + std::stod(digits.substr(start));
+    value = value * 60 + part_value(start, std::string::npos);
     out = negative ? -value : value;
     return true;
   }

@@ -1,9 +1,11 @@
 // YAML config inputs the yaml_config fuzzer stopped on, with the behaviour they must have instead.
 #include <ft/errors.h>
 #include <gtest/gtest.h>
+#include <omegaconf_scalars.h>
 #include <yaml_config.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -64,4 +66,17 @@ TEST(YamlConfigFuzzRegressions, CommasYamlAllowsStillLoad) {
   EXPECT_EQ(load_error("a: 1\n---\nb: 2\n"),
             "fuzz.yaml:3: a second YAML document (after ---): a config file holds one");
   EXPECT_EQ(load_error(""), "<loaded>");
+}
+
+// A YAML 1.1 base-60 float whose first part is too large for a double (the fuzzer grew one from
+// "1:30.") threw std::out_of_range out of std::stod, which no caller expects from a config load.
+// PyYAML reads it as infinity; so does the loader now.
+TEST(YamlConfigFuzzRegressions, HugeBase60FloatIsInfinityNotACrash) {
+  const std::string huge(400, '9');
+  const auto positive = fthost::resolve_plain_scalar(huge + ":30.");
+  EXPECT_EQ(positive.type, fthost::PlainScalar::Type::Float);
+  EXPECT_TRUE(std::isinf(positive.number) && positive.number > 0);
+  const auto negative = fthost::resolve_plain_scalar("-" + huge + ":30.5");
+  EXPECT_TRUE(std::isinf(negative.number) && negative.number < 0);
+  EXPECT_EQ(load_error("a: " + huge + ":30.\n"), "<loaded>");
 }
