@@ -190,13 +190,12 @@ void FullFinetuneRecipe::setup_tokenizer() {
 void FullFinetuneRecipe::setup_optimizer() {
   if (!s_.optimizer_in_bwd) {
     optimizer_ = registry_.instantiate<ft::Optimizer>(root_.table("optimizer"), {trainable_});
+    step_policy_ = step_after_backward(*parallelism_, *optimizer_, s_.clip_grad_norm);
     return;
   }
-  optimizer_in_backward_ = std::make_shared<OptimizerInBackward>(registry_, root_.table("optimizer"), trainable_);
-  optimizer_ = optimizer_in_backward_;
-  parallelism_->set_gradient_ready_callback(
-      [optimizer = optimizer_in_backward_](std::size_t index) { optimizer->step_parameter(index); });
-  ft::log::info("optimizer in backward: {} optimizers, one per trainable tensor", optimizer_in_backward_->size());
+  auto per_tensor = std::make_shared<OptimizerInBackward>(registry_, root_.table("optimizer"), trainable_);
+  optimizer_ = per_tensor;
+  step_policy_ = step_in_backward(*parallelism_, std::move(per_tensor));
 }
 
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
@@ -290,7 +289,6 @@ void FullFinetuneRecipe::train() {
 FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches& micro_batches) {
   const auto start = ft::Clock::now();
   const std::int64_t ignore_index = loss_->ignore_index();
-  const bool in_backward = s_.optimizer_in_bwd;  // then exactly one micro-batch (settings refuse more)
   // Summed on the device: no host synchronisation until the step's totals are needed.
   at::Tensor rank_loss = at::zeros({}, at::TensorOptions(at::kFloat).device(s_.device));
   at::Tensor rank_tokens = at::zeros({}, at::TensorOptions(at::kLong).device(s_.device));
@@ -305,15 +303,13 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
     rank_tokens += targets.ne(ignore_index).sum();
-    // Stepping in backward needs normalised gradients as they arrive, so the step's token
-    // count is summed over the ranks before forward (the seed does it before backward).
-    if (in_backward) step.tokens = total_tokens(rank_tokens);
+    // The seed sums the count over the ranks before backward; a policy that normalises in
+    // backward needs it there, the other reads it once after the last micro-batch.
+    if (step_policy_->needs_step_tokens_before_backward()) step.tokens = total_tokens(rank_tokens);
     parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches.size());
     const at::Tensor loss = loss_sum(batch, targets);
     rank_loss += loss.detach().to(at::kFloat);
-    // Gradients arrive summed over ranks: 1 / tokens normalises them (the seed's dp / tokens
-    // with its averaging FSDP).
-    (in_backward ? loss * (1.0 / static_cast<double>(step.tokens)) : loss).backward();
+    step_policy_->backward_target(loss, step.tokens).backward();
     parallelism_->end_micro_batch();
   }
 
@@ -324,29 +320,10 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   step.tokens = static_cast<std::int64_t>(totals[0].item<double>());
   check_tokens(step.tokens, global_step_ + 1);
   step.loss = totals[1].item<double>() / static_cast<double>(step.tokens);
-  if (!in_backward) {
-    // Gradients arrive summed over ranks, so one division normalises them. Clipping needs the
-    // normalised gradients themselves; otherwise an optimizer that can folds the division into
-    // its step, one pass over the gradients fewer.
-    const double normalisation = 1.0 / static_cast<double>(step.tokens);
-    if (s_.clip_grad_norm) {
-      parallelism_->scale_gradients(normalisation);
-      step.grad_norm = parallelism_->clip_grad_norm(*s_.clip_grad_norm);
-      optimizer_->step();
-    } else if (!optimizer_->step_with_gradient_scale(normalisation)) {
-      parallelism_->scale_gradients(normalisation);
-      optimizer_->step();
-    }
-    optimizer_->zero_grad(true);
-  }
+  step.grad_norm = step_policy_->update(step.tokens);
   if (scheduler_) scheduler_->step();
   if (profiler_) profiler_->step();
   step.seconds = ft::seconds_since(start);
-  if (in_backward && !reported_gradients_alive_) {
-    reported_gradients_alive_ = true;
-    ft::log::info("optimizer in backward: at most {} of {} trainable tensors held a gradient when one stepped",
-                  optimizer_in_backward_->most_gradients_alive(), optimizer_in_backward_->size());
-  }
   return step;
 }
 
@@ -382,7 +359,7 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
   if (model_flops_)
     for (auto& m : model_flops_->metrics(
              static_cast<double>(step.positions) * parallelism_->data_parallel_size() / env_.world_size / step.seconds,
-             step.seq_len))
+             step.seq_len, global_step_))
       metrics.push_back(std::move(m));
   logger_->log_dict(metrics, global_step_);
 }

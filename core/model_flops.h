@@ -1,7 +1,9 @@
 // The throughput figures torchtitan logs beside tokens/s: achieved FLOP/s per rank and model
-// FLOPs utilisation (MFU), the model's training FLOPs against the dense GEMM peak of this rank's
-// device, measured once when training starts (no table of devices to go stale).
+// FLOPs utilisation (MFU), the model's training FLOPs (docs/performance.md, "MFU") over the peak
+// of this rank's device (core/device_peak_flops.h).
 #pragma once
+
+#include "device_peak_flops.h"
 
 #include <ft/metric_logger.h>
 #include <ft/model.h>
@@ -13,23 +15,19 @@
 
 namespace fthost {
 
-// FLOP/s of a square matmul in `dtype` on `device` with this process's threads: the median of
-// five after a warm-up.
-double measure_gemm_peak(const c10::Device& device, c10::ScalarType dtype);
-
 class ModelFlops {
  public:
-  // Measures the GEMM peak unless the model cannot say its FLOPs.
+  // Finds the device's peak unless the model cannot say its FLOPs.
   ModelFlops(const ft::Model& model, const c10::Device& device, c10::ScalarType dtype);
-  bool known() const { return peak_ > 0; }
-  double peak() const { return peak_; }
+  bool known() const { return peak_.flops_per_second > 0; }
+  double peak() const { return peak_.flops_per_second; }
   // `positions_per_second` per rank (the job's positions / s over its ranks), of sequences
-  // `seq_len` long: tflops_per_gpu and mfu.
-  ft::Metrics metrics(double positions_per_second, std::int64_t seq_len) const;
+  // `seq_len` long, at optimizer step `step`: tflops_per_gpu and mfu.
+  ft::Metrics metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step);
 
  private:
   const ft::Model& model_;
-  double peak_ = 0;
+  PeakFlops peak_;
 };
 
 }  // namespace fthost

@@ -62,6 +62,18 @@ inline void set_current_cuda_device(int index) {
 #endif
 }
 
+// The CUDA device's name as its driver reports it ("NVIDIA H100 80GB HBM3"); empty without CUDA.
+inline std::string cuda_device_name(int index) {
+#if FT_WITH_CUDA
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) return {};
+  return properties.name;
+#else
+  (void)index;
+  return {};
+#endif
+}
+
 struct CudaMemoryPeaks {
   double active_bytes = 0, allocated_bytes = 0, reserved_bytes = 0;
 };
