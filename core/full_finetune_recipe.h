@@ -11,7 +11,7 @@
 #include "distributed_environment.h"
 #include "distributed_sampler.h"
 #include "model_flops.h"
-#include "optimizer_in_backward.h"
+#include "optimizer_step_policy.h"
 #include "progress_line.h"
 #include "training_settings.h"
 #include "validation_loop.h"
@@ -114,7 +114,7 @@ class FullFinetuneRecipe {
   std::shared_ptr<ft::Collate> collate_;
   std::shared_ptr<ft::Loss> loss_;
   std::shared_ptr<ft::Optimizer> optimizer_;
-  std::shared_ptr<OptimizerInBackward> optimizer_in_backward_;  // optimizer_in_bwd: also optimizer_
+  std::unique_ptr<OptimizerStepPolicy> step_policy_;
   std::shared_ptr<ft::LRScheduler> scheduler_;
   std::shared_ptr<ft::Profiler> profiler_;
   std::vector<at::Tensor> trainable_;  // what the optimizer steps: parameters, or this rank's shards
@@ -131,7 +131,6 @@ class FullFinetuneRecipe {
   std::int64_t global_step_ = 0;
   std::int64_t first_epoch_ = 0;
   std::int64_t resumed_micro_batches_ = 0;  // of first_epoch_, always whole optimizer steps
-  bool reported_gradients_alive_ = false;   // optimizer_in_bwd: logged after the run's first step
 };
 
 // Runs the recipe from setup to cleanup; the process's exit code.
