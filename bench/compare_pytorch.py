@@ -161,11 +161,12 @@ def pytorch_worker(args) -> None:
     }))
 
 
-def gemm_peak_gflops() -> float:
-    """fp32 GEMM FLOP/s of LibTorch + OpenBLAS with the bench's thread count: median of 5."""
+def gemm_peak_gflops(dtype: str = "float32") -> float:
+    """GEMM FLOP/s of LibTorch's CPU BLAS (fp32 unless told: bench/compare_torchtune.py asks for
+    bfloat16 too) with the bench's thread count: median of 5."""
     code = ("import torch,time,statistics\n"
             f"torch.set_num_threads({THREADS})\n"
-            "a=torch.randn(2048,2048);b=torch.randn(2048,2048);a@b\n"
+            f"a=torch.randn(2048,2048,dtype=torch.{dtype});b=torch.randn(2048,2048,dtype=torch.{dtype});a@b\n"
             "t=[]\n"
             "for _ in range(5):\n"
             "  s=time.perf_counter();a@b;t.append(time.perf_counter()-s)\n"

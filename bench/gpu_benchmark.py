@@ -123,8 +123,9 @@ def torchtune_config(out: pathlib.Path, checkpoint: pathlib.Path, fixtures: path
 
 
 # torchtune 0.6's recipe logs CUDA memory statistics after building the model whatever
-# log_peak_memory_stats says, which raises on a CPU: for the CPU check only, its recipe runs in one
-# process with that call returning nothing.
+# log_peak_memory_stats says, which raises on a CPU: for the CPU check only, its recipe runs with
+# that call returning nothing, as one process unless a launcher set torchrun's variables
+# (bench/compare_torchtune.py starts several ranks that way).
 CPU_RECIPE = """
 import importlib.util, os, pathlib, runpy, sys
 import torchtune.training
@@ -132,8 +133,9 @@ torchtune.training.get_memory_stats = lambda device, reset_stats=True: {}
 torchtune.training.log_memory_stats = lambda stats, message="": None
 torchtune.training.cleanup_before_training = lambda: None
 recipe = pathlib.Path(importlib.util.find_spec("torchtune").origin).parent.parent / "recipes" / "full_finetune_distributed.py"
-os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                  MASTER_PORT=str(20000 + os.getpid() % 10000))
+for name, value in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT=str(20000 + os.getpid() % 10000)).items():
+    os.environ.setdefault(name, value)
 sys.argv = ["full_finetune_distributed", "--config", sys.argv[1]]
 runpy.run_path(str(recipe), run_name="__main__")
 """
