@@ -60,20 +60,24 @@ class C10dCollectives final : public ft::Collectives {
     return std::make_unique<Pending>(std::move(work), this, "all_reduce", backend, tensor);
   }
 
-  void all_gather(at::Tensor& full, const at::Tensor& shard) override {
+  void all_gather(at::Tensor& full, const at::Tensor& shard) override { all_gather_async(full, shard)->wait(); }
+
+  std::unique_ptr<ft::PendingCollective> all_gather_async(at::Tensor& full, const at::Tensor& shard) override {
     c10d::Backend& backend = backend_for(full);
+    at::Tensor input = shard.contiguous().view({-1});
+    c10::intrusive_ptr<c10d::Work> work;
     guarded("all_gather", backend, shard, [&] {
-      at::Tensor input = shard.contiguous().view({-1});
       at::Tensor output = full.view({-1});
       if (is_gloo(backend)) {
         // Gloo gathers into one tensor per rank; chunks of `full` along dim 0 are contiguous views.
         std::vector<std::vector<at::Tensor>> outputs{output.chunk(size())};
         std::vector<at::Tensor> inputs{input};
-        backend.allgather(outputs, inputs)->wait();
+        work = backend.allgather(outputs, inputs);
       } else {
-        backend._allgather_base(output, input)->wait();
+        work = backend._allgather_base(output, input);
       }
     });
+    return std::make_unique<Pending>(std::move(work), this, "all_gather", backend, shard, std::move(input));
   }
 
   void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {

@@ -13,6 +13,11 @@
 // model computes on an accelerator: each gather copies the shard to the device first, and each
 // reduced gradient is copied back to the CPU shard's gradient.
 //
+// With prefetch (the default) the next unit's all-gather is started before the current unit
+// computes, in forward (the next layer) and in backward (the layer before), so its transfer
+// overlaps the computation instead of preceding it: one more unit's parameters are gathered at a
+// time.
+//
 // With the optimizer in backward a unit's shard is stepped right after its reduce-scatter and its
 // gradient freed: no rank ever holds more than the units autograd is working on plus the root's.
 #include "backward_hook.h"
@@ -47,7 +52,8 @@ struct ShardedUnit {
   at::Tensor shard;  // [shard_numel], this rank's slice: the tensor the optimizer steps
   bool backward_needs_parameters = true;
   bool used_after_layers = false;
-  bool gathered = false;
+  bool gathered = false;  // `full` has storage: the gather is done or `gathering`
+  std::unique_ptr<ft::PendingCollective> gathering;  // a prefetch still in flight
   bool gradients_pending = false;
   // Tensor parallelism: where each parameter lies in `full` and whether it is a tensor-parallel
   // slice, for the gradient norm.
@@ -62,6 +68,7 @@ struct ShardedUnit {
 struct ShardingOptions {
   bool reshard_after_forward = true;
   bool cpu_offload = false;
+  bool prefetch = true;
   std::vector<std::string> custom_sharded_layers;
 };
 
@@ -99,6 +106,13 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     if (!shard_group_) throw ft::Error("fsdp: rank " + std::to_string(world_rank) + " is in no shard group");
   }
   ~FullySharded() override {
+    // A run that failed mid-step may leave a prefetch writing into a unit's buffer.
+    for (auto& u : units_) {
+      try {
+        if (u.gathering) u.gathering->wait();
+      } catch (const std::exception&) {
+      }
+    }
     if (sharding_) sharding_->set_unit_hooks(nullptr);
     if (model_)
       ft::log::info("fsdp: at most {} bytes of gathered parameters were held at once on rank {} while training",
@@ -172,11 +186,16 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     // A forward without gradients (no end_micro_batch) may have left units gathered.
     for (std::size_t u = 0; u < root_; ++u)
       if (!units_[u].gradients_pending) reshard(u);
+    backward_started_ = false;
     gather(root_);
+    if (layer_count_ > 0) prefetch(0);  // while the root embeds the tokens
   }
 
   void before_forward(std::size_t unit) override {
     gather(unit);
+    // Not during backward, where activation checkpointing reruns a layer's forward: the layer
+    // after it has already finished.
+    if (!backward_started_ && unit + 1 < layer_count_) prefetch(unit + 1);
     // A module used after the layers gets no after_forward: it stays gathered through the
     // loss and its own backward, until the backward reaches the last layer.
     if (units_[unit].used_after_layers && at::GradMode::is_enabled()) units_[unit].gradients_pending = true;
@@ -197,6 +216,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   // The unit after `unit` has finished its backward (autograd accumulates each parameter's
   // gradient before moving on); `unit` is about to start its own.
   void before_unit_backward(std::size_t unit) override {
+    backward_started_ = true;
     if (unit + 1 < layer_count_ && units_[unit + 1].gradients_pending) {
       reduce_gradients(unit + 1);
       reshard(unit + 1);
@@ -212,6 +232,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       }
     }
     gather(unit);
+    if (unit > 0 && unit <= layer_count_ && units_[unit - 1].backward_needs_parameters) prefetch(unit - 1);
     units_[unit].gradients_pending = true;
   }
 
@@ -284,7 +305,17 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     return norm;
   }
 
+  // The unit's full parameters, ready to compute with.
   void gather(std::size_t index) {
+    start_gather(index);
+    finish_gather(index);
+  }
+
+  void prefetch(std::size_t index) {
+    if (options_.prefetch) start_gather(index);
+  }
+
+  void start_gather(std::size_t index) {
     ShardedUnit& u = units_[index];
     if (u.gathered) return;
     const auto bytes = static_cast<std::size_t>(u.full.numel()) * u.full.element_size();
@@ -294,15 +325,20 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     at::Tensor alias = at::from_blob(u.full.data_ptr(), {u.full.numel()}, u.full.options());
     at::Tensor local = u.shard.detach();
     if (offload_) local = local.to(u.full.device(), /*non_blocking=*/true);
-    shard_group_->all_gather(alias, local);
+    u.gathering = shard_group_->all_gather_async(alias, local);
     u.gathered = true;
     gathered_bytes_ += static_cast<std::int64_t>(bytes);
     if (counting_peak_) peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
   }
 
+  void finish_gather(std::size_t index) {
+    if (auto pending = std::move(units_[index].gathering)) pending->wait();
+  }
+
   void reshard(std::size_t index) {
     ShardedUnit& u = units_[index];
     if (!u.gathered) return;
+    finish_gather(index);  // the transfer writes into the storage about to be freed
     ft::compat::free_storage(u.full);
     u.gathered = false;
     gathered_bytes_ -= u.full.numel() * static_cast<std::int64_t>(u.full.element_size());
@@ -375,6 +411,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   std::int64_t gathered_bytes_ = 0;       // full parameters allocated right now on this rank
   std::int64_t peak_gathered_bytes_ = 0;  // the most of them at any moment of training
   bool counting_peak_ = true;             // false while a checkpoint gathers the whole model
+  bool backward_started_ = false;         // in this micro-batch
 };
 
 ft::Schema sharded_schema(bool hybrid) {
@@ -389,7 +426,11 @@ ft::Schema sharded_schema(bool hybrid) {
                 "for the whole micro-batch: \"tok_embeddings\", \"output\" (a tied output is the embedding)")
       .optional("cpu_offload", ft::ValueType::Bool, "false",
                 "on an accelerator: shards, gradients and the optimizer step stay in CPU memory, copied to the "
-                "device per gather; no effect on a CPU run, where they already live in CPU memory");
+                "device per gather; no effect on a CPU run, where they already live in CPU memory")
+      .optional("prefetch", ft::ValueType::Bool, "true",
+                "start gathering the next unit's parameters before the current unit computes (forward: the next "
+                "layer, backward: the one before), so the transfer overlaps the computation; holds one more unit "
+                "gathered at a time");
   return s;
 }
 
@@ -419,6 +460,7 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
   ShardingOptions options;
   options.reshard_after_forward = cfg.get<bool>("reshard_after_forward");
   options.cpu_offload = cfg.get<bool>("cpu_offload");
+  options.prefetch = cfg.get<bool>("prefetch");
   options.custom_sharded_layers = cfg.get<std::vector<std::string>>("custom_sharded_layers");
   if (options.cpu_offload && args.world->rank() == 0) {
     if (args.device.is_cpu())

@@ -43,6 +43,12 @@ class Collectives {
   }
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;
+  // all_gather started asynchronously (ABI 6.1): `full` holds every shard once wait() returns;
+  // `shard` must not change before then. The default runs it at once.
+  virtual std::unique_ptr<PendingCollective> all_gather_async(at::Tensor& full, const at::Tensor& shard) {
+    all_gather(full, shard);
+    return std::make_unique<CompletedCollective>();
+  }
 };
 
 // Creates a sub-group of world ranks. Every rank must call it for every group, in the same

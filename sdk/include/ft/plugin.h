@@ -20,7 +20,8 @@
 // Loss and Tokenizer gain virtuals (vocabulary-parallel losses, stop tokens); a new component
 // kind (tensor_parallel_plan). A 4.x plugin's vtables and structs no longer match.
 #define FT_ABI_MAJOR 6
-#define FT_ABI_MINOR 0
+// Minor 1: Collectives::all_gather_async (FSDP's prefetch of the next unit's parameters).
+#define FT_ABI_MINOR 1
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
 #ifndef FT_WITH_CUDA
