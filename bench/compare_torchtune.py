@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """fthost against torchtune's own recipe on this CPU. Not a test: prints medians and ratios.
 
-  .venv/bin/python bench/compare_torchtune.py [--pairs 3] [--only 5m|100m|1b] [--layouts 1x2,2x1]
+  .venv/bin/python bench/compare_torchtune.py [--pairs 3] [--only 5m,100m,1b] [--layouts 1x2,2x1]
       [--dtype fp32|bf16] [--steps N] [--warmup N] [--optimizer-in-bwd] [--no-compile] [--quick]
 
 Three columns, run in turn within one invocation (A B C A B C ...), so all see the same machine
@@ -357,7 +357,7 @@ def parse_layout(text: str) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, help="rounds of A B C per shape and layout (default 3; --quick: 1)")
-    parser.add_argument("--only", choices=sorted(SHAPES))
+    parser.add_argument("--only", help=f"shapes, comma-separated, of {', '.join(SHAPES)} (default: all; --quick: 5m)")
     parser.add_argument("--layouts", default="1x2,2x1", help="RANKSxTHREADS, comma-separated (default 1x2,2x1)")
     parser.add_argument("--dtype", choices=sorted(TORCH_DTYPES), default="fp32")
     parser.add_argument("--steps", type=int, help="optimizer steps per run (default 8; 1b: 3; --quick: 3)")
@@ -371,7 +371,10 @@ def main() -> None:
     check = subprocess.run([SYSTEM_PYTHON, "-c", "import torchtune, torchao, torchdata"], capture_output=True, text=True)
     if check.returncode != 0:
         sys.exit(f"torchtune is missing from .venv ({check.stderr.strip().splitlines()[-1]})")
-    shapes = [a.only] if a.only else (["5m"] if a.quick else list(SHAPES))
+    shapes = a.only.split(",") if a.only else (["5m"] if a.quick else list(SHAPES))
+    for shape in shapes:
+        if shape not in SHAPES:
+            parser.error(f"--only: unknown shape {shape!r}; expected some of {', '.join(SHAPES)}")
     layouts = [parse_layout(l) for l in a.layouts.split(",") if l]
     pairs = a.pairs or (1 if a.quick else 3)
     sides = [s for s in SIDES if not (a.no_compile and s == "torchtune compile")]

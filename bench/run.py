@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks fthost training throughput and memory. Not a test: prints medians and ratios.
 
-  python3 bench/run.py [--repeats 3] [--only demo|125m|threads|distributed|custom_sharded]
+  python3 bench/run.py [--repeats 3] [--only demo|125m|threads|distributed|custom_sharded|prefetch]
 
 Each scenario runs the real fthost binary (build/bin/fthost) and reads its JSONL metrics:
 tokens_per_second_per_gpu (median over steps, the first step dropped as warm-up) and
@@ -14,6 +14,7 @@ import os
 import pathlib
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,11 +44,13 @@ def run(config: pathlib.Path, overrides: list, env_extra: dict, launcher: list =
     proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
+        shutil.rmtree(out, ignore_errors=True)
         sys.exit(f"fthost failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
     steady = rows[1:] or rows
     gathered = re.search(r"at most (\d+) bytes of gathered parameters were held at once on rank 0 while training",
                          proc.stdout + proc.stderr)
+    shutil.rmtree(out, ignore_errors=True)  # its checkpoints: 1.4 GB a 125M run
     return {
         "peak_gathered_mib": int(gathered.group(1)) / 2**20 if gathered else 0.0,
         "tokens_per_s": statistics.median(r["tokens_per_second_per_gpu"] for r in steady),
@@ -69,7 +72,7 @@ def scenario(name, config, overrides, env, repeats, launcher=()):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["demo", "125m", "threads", "distributed", "custom_sharded"])
+    parser.add_argument("--only", choices=["demo", "125m", "threads", "distributed", "custom_sharded", "prefetch"])
     a = parser.parse_args()
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     print(f"median of {a.repeats} run(s) each; {os.cpu_count()} cores")
@@ -108,6 +111,29 @@ def main() -> None:
                   f"vs {base['peak_rss_gib']:.2f} GiB on one rank")
     if a.only == "custom_sharded":
         custom_sharded(a.repeats)
+    if a.only == "prefetch":
+        fsdp_prefetch(a.repeats)
+
+
+def fsdp_prefetch(pairs: int) -> None:
+    """125M under FSDP, 2 ranks x 1 thread, with and without the next unit's all-gather started
+    early, alternating (on, off) pairs; the median of the per-pair ratios."""
+    data = pathlib.Path(tempfile.mkdtemp(prefix="fthost-bench-data-")) / "random_tokens.jsonl"
+    random_token_data(data, samples=64, seq_len=256, vocab=32000)
+    cfg = ROOT / "bench" / "configs" / "llama_125m.toml"
+    common = [f"dataset.source={data}", "num_threads=1", "batch_size=2",
+              "parallelism._component_=fthost.parallelism.fsdp"]
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"}
+    ratios = []
+    for _ in range(pairs):
+        on = scenario("125M, fsdp 2 ranks x 1 thread, prefetch", cfg, common + ["parallelism.prefetch=true"], passive, 1,
+                      ["--nproc-per-node", "2"])
+        off = scenario("125M, fsdp 2 ranks x 1 thread, no prefetch", cfg, common + ["parallelism.prefetch=false"],
+                       passive, 1, ["--nproc-per-node", "2"])
+        ratios.append(on["tokens_per_s"] / off["tokens_per_s"])
+        print(f"  pair ratio prefetch / none: {ratios[-1]:.3f}; peak gathered {on['peak_gathered_mib']:.0f} vs "
+              f"{off['peak_gathered_mib']:.0f} MiB", flush=True)
+    print(f"median of {pairs} pair ratios, prefetch / none: {statistics.median(ratios):.3f}")
 
 
 def custom_sharded(repeats: int) -> None:

@@ -13,7 +13,7 @@
 // model computes on an accelerator: each gather copies the shard to the device first, and each
 // reduced gradient is copied back to the CPU shard's gradient.
 //
-// With prefetch (the default) the next unit's all-gather is started before the current unit
+// With prefetch (the default on an accelerator) the next unit's all-gather is started before the current unit
 // computes, in forward (the next layer) and in backward (the layer before), so its transfer
 // overlaps the computation instead of preceding it: one more unit's parameters are gathered at a
 // time.
@@ -427,10 +427,11 @@ ft::Schema sharded_schema(bool hybrid) {
       .optional("cpu_offload", ft::ValueType::Bool, "false",
                 "on an accelerator: shards, gradients and the optimizer step stay in CPU memory, copied to the "
                 "device per gather; no effect on a CPU run, where they already live in CPU memory")
-      .optional("prefetch", ft::ValueType::Bool, "true",
+      .optional("prefetch", ft::ValueType::Bool, "",
                 "start gathering the next unit's parameters before the current unit computes (forward: the next "
                 "layer, backward: the one before), so the transfer overlaps the computation; holds one more unit "
-                "gathered at a time");
+                "gathered at a time. Unset: on for a CUDA run, off on a CPU, where Gloo's transfer competes with the "
+                "computation for the same cores (measured 0.98x, docs/distributed.md)");
   return s;
 }
 
@@ -460,7 +461,11 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
   ShardingOptions options;
   options.reshard_after_forward = cfg.get<bool>("reshard_after_forward");
   options.cpu_offload = cfg.get<bool>("cpu_offload");
-  options.prefetch = cfg.get<bool>("prefetch");
+  options.prefetch = cfg.has("prefetch") ? cfg.get<bool>("prefetch") : !args.device.is_cpu();
+  if (args.world->rank() == 0)
+    ft::log::info("fsdp: prefetch {}{}", options.prefetch ? "on" : "off",
+                  cfg.has("prefetch") ? "" : args.device.is_cpu() ? " (the default on a CPU; parallelism.prefetch = true turns it on)"
+                                                                 : " (the default on an accelerator)");
   options.custom_sharded_layers = cfg.get<std::vector<std::string>>("custom_sharded_layers");
   if (options.cpu_offload && args.world->rank() == 0) {
     if (args.device.is_cpu())
