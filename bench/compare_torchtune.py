@@ -299,10 +299,13 @@ def fthost_overrides(run: Run, out: pathlib.Path) -> list:
             "metric_logger.output_fmt=jsonl", "log_every_n_steps=1", "log_peak_memory_stats=true"]
 
 
+FTHOST_ENV = {}  # --fthost-env
+
+
 def run_fthost(run: Run) -> dict:
     out = pathlib.Path(tempfile.mkdtemp(prefix="compare-torchtune-ft-"))
     command = [str(FTHOST), "--config", str(FTHOST_BASE_CONFIG), *fthost_overrides(run, out)]
-    result = launch(command, run.ranks, run.threads, out, {})
+    result = launch(command, run.ranks, run.threads, out, dict(FTHOST_ENV))
     return finish(result, out, out / "logs" / "metrics.jsonl", run.ranks, run.warmup)
 
 
@@ -364,6 +367,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, help="first steps of each run not measured (default 2; 1b and --quick: 1)")
     parser.add_argument("--optimizer-in-bwd", action="store_true", help="optimizer_in_bwd = true on every side")
     parser.add_argument("--no-compile", action="store_true", help="leave out the torchtune compile column")
+    parser.add_argument("--sides", help=f"columns to run, comma-separated, of {', '.join(SIDES)} (default: all)")
+    parser.add_argument("--fthost-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for fthost's runs (e.g. FT_HEAP_REUSE=0); repeatable")
     parser.add_argument("--quick", action="store_true", help="a smoke check: the 5m shape (unless --only), 3 steps, 1 pair")
     a = parser.parse_args()
     if not FTHOST.exists():
@@ -378,6 +384,13 @@ def main() -> None:
     layouts = [parse_layout(l) for l in a.layouts.split(",") if l]
     pairs = a.pairs or (1 if a.quick else 3)
     sides = [s for s in SIDES if not (a.no_compile and s == "torchtune compile")]
+    if a.sides:
+        chosen = a.sides.split(",")
+        for side in chosen:
+            if side not in SIDES:
+                parser.error(f"--sides: unknown column {side!r}; expected some of {', '.join(SIDES)}")
+        sides = [s for s in sides if s in chosen]
+    FTHOST_ENV.update(item.split("=", 1) for item in a.fthost_env)
 
     # One peak per core count: R x T threads in all, on the GEMM of the dtype.
     peaks = {}

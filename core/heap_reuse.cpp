@@ -6,10 +6,14 @@
 #include <malloc.h>
 #endif
 
+#include <cstdlib>
+#include <string>
+
 namespace fthost {
 
 HeapReuse keep_freed_memory_for_reuse() {
   HeapReuse result;
+  if (const char* setting = std::getenv("FT_HEAP_REUSE"); setting && std::string(setting) == "0") return result;
 #if defined(__GLIBC__)
   // Both before the first large allocation is freed: glibc's dynamic thresholds stop adjusting
   // once set. A block the heap cannot grow for (or a thread arena's) still falls back to mmap.

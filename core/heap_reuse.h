@@ -14,6 +14,7 @@ struct HeapReuse {
 // Serves every allocation from the heap (no mmap per large block) and never trims the heap
 // below 2 GiB of free top. The peak resident memory stays what the live tensors need (plus the
 // heap's fragmentation); memory freed after the peak stays resident until the process exits.
+// FT_HEAP_REUSE=0 in the environment leaves glibc's defaults (for measuring what this buys).
 HeapReuse keep_freed_memory_for_reuse();
 
 }  // namespace fthost
