@@ -43,16 +43,20 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
   }
   if (auto problem = checkpointer_role_problem(registry, root)) problems.push_back(*problem);
   if (!problems.empty()) {
-    std::string msg = std::to_string(problems.size()) + " problem(s) in the configuration:";
+    // One error may carry several problems, a line each (a component table's schema check
+    // reports all of its keys in one): the count is of the lines printed, not of the errors.
+    std::vector<std::string> lines;
     for (const auto& p : problems) {
       std::size_t start = 0;
       while (start < p.size()) {
         auto nl = p.find('\n', start);
-        msg += "\n  " + p.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        lines.push_back(p.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
         if (nl == std::string::npos) break;
         start = nl + 1;
       }
     }
+    std::string msg = std::to_string(lines.size()) + " problem(s) in the configuration:";
+    for (const auto& line : lines) msg += "\n  " + line;
     throw ft::ConfigError(msg);
   }
   return settings;

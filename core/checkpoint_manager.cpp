@@ -100,7 +100,11 @@ std::optional<ResumePoint> find_resume_point(const CheckpointSettings& s) {
 void adopt_checkpoint_settings(TrainingSettings& s, const ResumePoint& point) {
   const TrainingProgress& p = point.manifest.progress;
   const std::string& from = point.manifest_path;
-  if (p.seed != s.seed) {
+  if (s.seed_drawn) {
+    // The config leaves the seed unset: the run goes on with the seed it started with.
+    s.seed = p.seed;
+    s.seed_drawn = false;
+  } else if (p.seed != s.seed) {
     ft::log::warn("resume: config seed {} differs from the checkpoint's {}; using the checkpoint's ({})", s.seed,
                   p.seed, from);
     s.seed = p.seed;

@@ -7,9 +7,11 @@
 #include <ft/text.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -196,6 +198,33 @@ struct Interpolator {
     return out.str();
   }
 
+  // OmegaConf's `${oc.env:VAR}` and `${oc.env:VAR,default}`: the variable's value as a string;
+  // when it is unset the default (str(default), quotes stripped), and null when the default is
+  // null (OmegaConf's None). Unset without a default is an error, as in OmegaConf.
+  static constexpr const char* kEnvResolver = "oc.env:";
+  static bool is_env_reference(const std::string& ref) { return ref.rfind(kEnvResolver, 0) == 0; }
+
+  std::optional<std::string> env_value(const std::string& ref, const std::string& referrer) {
+    auto trim = [](std::string s) {
+      const auto first = s.find_first_not_of(" \t");
+      if (first == std::string::npos) return std::string();
+      return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+    };
+    const std::string args = ref.substr(std::char_traits<char>::length(kEnvResolver));
+    const auto comma = args.find(',');
+    const std::string var = trim(args.substr(0, comma));
+    if (var.empty()) fail(referrer, "${" + ref + "}: no environment variable named");
+    if (const char* value = std::getenv(var.c_str())) return std::string(value);
+    if (comma == std::string::npos)
+      fail(referrer, "${" + ref + "}: environment variable '" + var + "' is not set and no default is given");
+    std::string fallback = trim(args.substr(comma + 1));
+    if (fallback == "null") return std::nullopt;
+    if (fallback.size() >= 2 && (fallback.front() == '\'' || fallback.front() == '"') &&
+        fallback.back() == fallback.front())
+      fallback = fallback.substr(1, fallback.size() - 2);
+    return fallback;
+  }
+
   // The node a `${ref}` names, itself resolved first.
   const toml::node& target(const std::string& ref, const std::string& referrer) {
     toml::node* n = doc.find(ref);
@@ -216,7 +245,11 @@ struct Interpolator {
       auto close = text.find('}', open);
       if (close == std::string::npos) fail(path, "unterminated '${' in \"" + text + "\"");
       out += text.substr(pos, open - pos);
-      out += scalar_text(target(text.substr(open + 2, close - open - 2), path));
+      const std::string ref = text.substr(open + 2, close - open - 2);
+      if (is_env_reference(ref))
+        out += env_value(ref, path).value_or("None");  // str(None), as OmegaConf splices it
+      else
+        out += scalar_text(target(ref, path));
       pos = close + 1;
     }
   }
@@ -246,7 +279,13 @@ struct Interpolator {
     toml::table& parent = *parent_node.as_table();
     const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
     const bool whole = text.rfind("${", 0) == 0 && text.find('}') == text.size() - 1;
-    if (whole) {
+    if (whole && is_env_reference(text.substr(2, text.size() - 3))) {
+      // A null default leaves the key out, as a YAML null does.
+      if (auto value = env_value(text.substr(2, text.size() - 3), path))
+        parent.insert_or_assign(key, *value);
+      else
+        parent.erase(key);
+    } else if (whole) {
       // Copy first: assigning replaces the node `target` refers to only when they coincide (a cycle, caught above).
       std::unique_ptr<toml::node> value;
       target(text.substr(2, text.size() - 3), path).visit([&](auto&& v) {

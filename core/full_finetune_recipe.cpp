@@ -98,9 +98,16 @@ void FullFinetuneRecipe::setup_process_groups() {
   apply_thread_settings(s_.num_threads > 0 ? s_.num_threads : threads_per_rank(env_.local_world_size));
   if (s_.device.is_cpu() && keep_freed_memory_for_reuse().applied)
     ft::log::debug("memory: freed blocks stay in the heap for the next step (no mmap per large block, no trim)");
-  torch::manual_seed(s_.seed);
   s_.device = device_for_rank(root_, s_.device, env_.local_rank);
   groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout, s_.device.type()) : single_process_groups();
+  if (s_.seed_drawn) {
+    // Each rank drew its own; all take rank 0's, the one config.effective.toml records.
+    at::Tensor seed = at::full({1}, static_cast<std::int64_t>(s_.seed), at::kLong);
+    groups_.world->broadcast(seed, 0);
+    s_.seed = static_cast<std::uint64_t>(seed.item<std::int64_t>());
+    ft::log::info("seed: {} (drawn at random; set seed = {} to repeat this run)", s_.seed, s_.seed);
+  }
+  torch::manual_seed(s_.seed);
   mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim);
   parallelism_ = registry_.instantiate<ft::Parallelism>(
       root_.table("parallelism"), {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank,

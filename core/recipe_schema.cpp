@@ -9,7 +9,8 @@ const ft::Schema& recipe_schema() {
     ft::Schema s;
     s.optional("output_dir", ValueType::String, "\"output\"",
                "directory for logs, checkpoints and the effective config")
-        .optional("seed", ValueType::Int, "0", "random seed: initialisation and the sampler's shuffle")
+        .optional("seed", ValueType::Int, "",
+                  "random seed: initialisation and the sampler's shuffle (unset or null: drawn at random and logged)")
         .optional("epochs", ValueType::Int, "1", "number of epochs")
         .optional("max_steps_per_epoch", ValueType::Int, "", "stop an epoch after this many optimizer steps")
         .optional("batch_size", ValueType::Int, "4", "samples per micro-batch and rank")

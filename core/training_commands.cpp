@@ -28,6 +28,8 @@ int run_training_command(const Invocation& inv) {
   const DistributedEnvironment env = read_distributed_environment();
   configure_rank_logging(env.rank, env.world_size);
   if (env.rank == 0) {
+    // A drawn seed is written down, so the effective config repeats the run.
+    if (settings.seed_drawn) checked.doc->root().insert_or_assign("seed", static_cast<std::int64_t>(settings.seed));
     boost::filesystem::create_directories(settings.output_dir);
     const std::string effective = root.to_toml();
     ft::log::info("effective config:\n{}", effective);

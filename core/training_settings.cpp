@@ -9,6 +9,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <random>
 
 namespace fthost {
 
@@ -211,9 +212,16 @@ std::vector<bool> ActivationCheckpointingSettings::layers(std::int64_t num_layer
 TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   TrainingSettings s;
   s.output_dir = root.get<std::string>("output_dir");
-  const auto seed = root.get<std::int64_t>("seed");
-  if (seed < 0) root.fail("seed", "expected an integer >= 0, got " + std::to_string(seed));
-  s.seed = static_cast<std::uint64_t>(seed);
+  if (root.has("seed")) {
+    const auto seed = root.get<std::int64_t>("seed");
+    if (seed < 0) root.fail("seed", "expected an integer >= 0, got " + std::to_string(seed));
+    s.seed = static_cast<std::uint64_t>(seed);
+  } else {
+    // torchtune's set_seed(None) draws from the uint32 range.
+    std::random_device entropy;
+    s.seed = std::uniform_int_distribution<std::uint32_t>()(entropy);
+    s.seed_drawn = true;
+  }
   s.epochs = positive(root, "epochs");
   if (root.has("max_steps_per_epoch")) s.max_steps_per_epoch = positive(root, "max_steps_per_epoch");
   s.batch_size = positive(root, "batch_size");

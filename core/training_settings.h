@@ -44,6 +44,9 @@ struct ActivationCheckpointingSettings {
 struct TrainingSettings {
   std::string output_dir;
   std::uint64_t seed = 0;
+  // No seed in the config (torchtune's `seed: null`): `seed` was drawn at random by this process;
+  // the recipe makes every rank use rank 0's draw, as torchtune's set_seed(None) does.
+  bool seed_drawn = false;
   std::int64_t epochs = 1;
   std::optional<std::int64_t> max_steps_per_epoch;
   std::int64_t batch_size = 1;

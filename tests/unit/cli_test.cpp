@@ -1,8 +1,11 @@
 // The fthost binary end to end: exit codes and the messages a user sees.
 #include "test_helpers.h"
+#include "training_state.h"
 
 #include <ft/torch_compat.h>
 #include <torch/version.h>
+
+#include <regex>
 
 namespace {
 
@@ -47,6 +50,23 @@ TEST(Cli, PluginsListsLibraries) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("ft_optim 0.1.0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("libft_logger_disk.so"), std::string::npos);
+}
+
+// One component table with three bad keys is one error of three lines: the count is of the
+// problems printed, not of the errors that carried them.
+TEST(Cli, ProblemCountMatchesTheLinesPrinted) {
+  auto bad = run("validate --config " + kDemo + " optimizer.lrr=1 optimizer.betaz=1 optimizer.weight_decay=fast");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("3 problem(s) in the configuration:"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("optimizer.lrr: unknown key"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("optimizer.betaz: unknown key"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("optimizer.weight_decay: expected"), std::string::npos) << bad.output;
+  const auto head = bad.output.find("problem(s) in the configuration:");
+  std::size_t lines = 0;
+  for (auto nl = bad.output.find('\n', head); nl != std::string::npos && bad.output.compare(nl + 1, 2, "  ") == 0;
+       nl = bad.output.find('\n', nl + 1))
+    ++lines;
+  EXPECT_EQ(lines, 3u) << bad.output;
 }
 
 TEST(Cli, ValidateReportsEveryProblem) {
@@ -175,6 +195,58 @@ TEST(Cli, DemoTrainsAndLogsThroughPlugins) {
       "/configs/demo/sort_tokens.jsonl epochs=1 max_steps_per_epoch=2 checkpointer.checkpoint_dir=" + dir + "/epoch_1");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("weights from the checkpoint"), std::string::npos) << resumed.output;
+}
+
+// torchtune's `seed: null` (here the key removed, which is the same): each run draws a seed,
+// logs it and writes it to the effective config and the checkpoint; giving it back repeats the run.
+TEST(Seed, UnsetSeedIsDrawnLoggedAndRepeatable) {
+  struct Run {
+    Result result;
+    std::vector<double> losses;
+    std::string dir;
+  };
+  int runs = 0;
+  auto train = [&](const std::string& seed_arg) {
+    Run r;
+    r.dir = fttest::temp_dir() + "/seed_run_" + std::to_string(runs++);
+    r.result = run("--config " + kDemo + " " + seed_arg + " output_dir=" + r.dir + " dataset.source=" +
+                   FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl" +
+                   " epochs=1 max_steps_per_epoch=3 log_every_n_steps=1 ~lr_scheduler metric_logger._component_=" +
+                   "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' "
+                   "metric_logger.output_fmt=jsonl");
+    for (auto& e : boost::filesystem::directory_iterator(r.dir + "/logs")) {
+      std::ifstream in(e.path().string());
+      for (std::string line; std::getline(in, line);)
+        r.losses.push_back(std::stod(line.substr(line.find("\"loss\": ") + 8)));
+    }
+    return r;
+  };
+  const Run first = train("~seed");
+  ASSERT_EQ(first.result.exit_code, 0) << first.result.output;
+  ASSERT_EQ(first.losses.size(), 3u);
+  std::smatch logged;
+  ASSERT_TRUE(std::regex_search(first.result.output, logged,
+                                std::regex(R"(seed: (\d+) \(drawn at random; set seed = (\d+) to repeat this run\))")))
+      << first.result.output;
+  EXPECT_EQ(logged[1].str(), logged[2].str());
+  const std::string seed = logged[1].str();
+  EXPECT_NE(fttest::read_file(first.dir + "/config.effective.toml").find("\nseed = " + seed + "\n"), std::string::npos);
+  EXPECT_EQ(std::to_string(fthost::read_manifest(fthost::manifest_path_in(first.dir + "/epoch_0")).progress.seed), seed);
+  // Resumed with the seed still unset, the run keeps the checkpoint's seed: no new draw, no warning.
+  const auto resumed = run("--config " + first.dir + "/config.effective.toml ~seed epochs=2 resume_from_checkpoint=true");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("drawn at random"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("config seed"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+
+  const Run second = train("~seed");
+  ASSERT_EQ(second.result.exit_code, 0) << second.result.output;
+  EXPECT_NE(second.losses, first.losses);  // another seed, another random initialisation
+
+  const Run repeated = train("seed=" + seed);
+  ASSERT_EQ(repeated.result.exit_code, 0) << repeated.result.output;
+  EXPECT_EQ(repeated.result.output.find("drawn at random"), std::string::npos);
+  EXPECT_EQ(repeated.losses, first.losses);
 }
 
 }  // namespace

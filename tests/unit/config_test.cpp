@@ -105,6 +105,30 @@ TEST(Interpolation, ChainsCyclesAndMissingKeys) {
   EXPECT_EQ(missing, "run.toml: m.d: ${nope}: no key 'nope' in the config");
 }
 
+// OmegaConf's `oc.env` resolver: the variable's value as a string, else the default, else an error.
+TEST(Interpolation, EnvironmentVariablesWithAndWithoutDefault) {
+  ::setenv("FTHOST_TEST_ENV_DIR", "/scratch/me", 1);
+  ::unsetenv("FTHOST_TEST_ENV_UNSET");
+  auto root = load(
+      "output_dir = \"${oc.env:FTHOST_TEST_ENV_DIR}/run\"\nwhole = \"${oc.env:FTHOST_TEST_ENV_DIR}\"\n"
+      "fallback = \"${oc.env:FTHOST_TEST_ENV_UNSET,/tmp/default}\"\n"
+      "quoted = \"${oc.env:FTHOST_TEST_ENV_UNSET, 'a b'}\"\nset_wins = \"${oc.env:FTHOST_TEST_ENV_DIR,/x}\"\n"
+      "number = \"${oc.env:FTHOST_TEST_ENV_UNSET,8}\"\nleft_out = \"${oc.env:FTHOST_TEST_ENV_UNSET,null}\"\n");
+  EXPECT_EQ(root.get<std::string>("output_dir"), "/scratch/me/run");
+  EXPECT_EQ(root.get<std::string>("whole"), "/scratch/me");
+  EXPECT_EQ(root.get<std::string>("fallback"), "/tmp/default");
+  EXPECT_EQ(root.get<std::string>("quoted"), "a b");
+  EXPECT_EQ(root.get<std::string>("set_wins"), "/scratch/me");
+  EXPECT_EQ(root.get<std::string>("number"), "8");  // oc.env returns a string, default included
+  EXPECT_FALSE(root.has("left_out"));                 // a null default: OmegaConf's None
+  auto unset = basename_errors(
+      error_of<ft::ConfigError>([&] { load("[m]\nd = \"${oc.env:FTHOST_TEST_ENV_UNSET}/x\"\n"); }));
+  EXPECT_EQ(unset,
+            "run.toml: m.d: ${oc.env:FTHOST_TEST_ENV_UNSET}: environment variable 'FTHOST_TEST_ENV_UNSET' is not set "
+            "and no default is given");
+  ::unsetenv("FTHOST_TEST_ENV_DIR");
+}
+
 TEST(Schema, UnknownKeysSuggestWrongTypesAndMissingRequired) {
   ft::Schema s;
   s.required("lr", ft::ValueType::Float, "learning rate").optional("eps", ft::ValueType::Float, "1e-8", "eps");

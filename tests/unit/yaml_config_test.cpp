@@ -112,6 +112,23 @@ TEST(YamlConfig, InterpolationAfterOverrides) {
   EXPECT_EQ(overridden.table("metric_logger").get<std::string>("log_dir"), "/data/out/logs");
 }
 
+// OmegaConf's `oc.env` resolver in a YAML file, as `output_dir: ${oc.env:HOME}/run` is written.
+TEST(YamlConfig, EnvironmentInterpolation) {
+  ::setenv("FTHOST_TEST_YAML_HOME", "/home/me", 1);
+  ::unsetenv("FTHOST_TEST_YAML_UNSET");
+  auto root = load_yaml(
+      "output_dir: ${oc.env:FTHOST_TEST_YAML_HOME}/run\n"
+      "checkpointer:\n  dir: ${oc.env:FTHOST_TEST_YAML_UNSET,/ckpt}\n");
+  EXPECT_EQ(root.get<std::string>("output_dir"), "/home/me/run");
+  EXPECT_EQ(root.table("checkpointer").get<std::string>("dir"), "/ckpt");
+  auto msg = from_file_name(
+      error_of<ft::ConfigError>([&] { load_yaml("seed: 0\nrun:\n  dir: ${oc.env:FTHOST_TEST_YAML_UNSET}\n"); }));
+  EXPECT_NE(msg.find("run.dir: ${oc.env:FTHOST_TEST_YAML_UNSET}: environment variable 'FTHOST_TEST_YAML_UNSET' is not set"),
+            std::string::npos)
+      << msg;
+  ::unsetenv("FTHOST_TEST_YAML_HOME");
+}
+
 // torchtune's overrides (config/_utils.py): `key=value` with the value read as YAML, `None` for
 // null, `~key` removes, `model=X` sets model's _component_, max_filename stays a string.
 TEST(YamlConfig, TorchtuneOverrides) {
