@@ -58,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(
         LaunchCase{"fsdp_prefetch", "llama3_untied_ga2", 2, 1, 2,
                    "parallelism._component_=fthost.parallelism.fsdp parallelism.prefetch=true"},
         LaunchCase{"fsdp_prefetch_activation_checkpointing", "llama3_untied_ga2", 2, 2, 1,
-                   "parallelism._component_=fthost.parallelism.fsdp parallelism.prefetch=true enable_activation_checkpointing=true"},
+                   "parallelism._component_=fthost.parallelism.fsdp parallelism.prefetch=true "
+                   "enable_activation_checkpointing=true"},
         LaunchCase{"fsdp_prefetch_keep_gathered_clipped", "qwen2_tied_ga2_clip", 2, 2, 1,
                    "parallelism._component_=fthost.parallelism.fsdp parallelism.prefetch=true "
                    "parallelism.reshard_after_forward=false"},
