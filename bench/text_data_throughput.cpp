@@ -4,8 +4,8 @@
 //   word cache after the first pass) and line by line on a fresh tokenizer (cold cache);
 // - packing samples/s: Alpaca records (the fixture's 100, repeated to 10,000) tokenized in the
 //   Llama 3 chat format and packed into 2048-token packs.
-#include "config_loader.h"
-#include "plugin_loader.h"
+#include "config/config_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 #include <ft/dataset.h>
 #include <ft/tokenizer.h>

@@ -1,7 +1,7 @@
 // fthost: the command-line host. Runs the commands that need no LibTorch itself and loads the
 // training library (training_library.h) for run, data and generate.
-#include "command_line.h"
-#include "training_library.h"
+#include "cli/command_line.h"
+#include "cli/training_library.h"
 
 #include <ft/log.h>
 

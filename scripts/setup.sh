@@ -17,7 +17,7 @@ packages=(
   libspdlog-dev libfmt-dev libtomlplusplus-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
   libgloo-dev
   libpcre2-dev libsentencepiece-dev libicu-dev
-  libyaml-cpp-dev  # torchtune YAML configs read directly (core/yaml_config.cpp)
+  libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 )
 with_references=0

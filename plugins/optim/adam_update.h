@@ -3,21 +3,13 @@
 // instead of torch::optim's chain of ten whole-tensor operations (each a pass over memory).
 #pragma once
 
+#include "update_hyperparameters.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 
 namespace ftoptim {
-
-struct AdamHyperparameters {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  bool decoupled_weight_decay = false;  // AdamW: p *= 1 - lr * wd; Adam: grad += wd * p
-  bool amsgrad = false;
-};
 
 // `step` is the step count after this update (1 on the first). The gradient is read as
 // `grad * gradient_scale`, rounded to its dtype: the result equals scaling the gradient in place

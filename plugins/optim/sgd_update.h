@@ -2,17 +2,11 @@
 // with torch.optim.SGD's update rule.
 #pragma once
 
+#include "update_hyperparameters.h"
+
 #include <ATen/core/Tensor.h>
 
 namespace ftoptim {
-
-struct SgdHyperparameters {
-  double lr = 0.0;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
-};
 
 // `momentum_buffer` is undefined without momentum; `first_step` makes the buffer a copy of the
 // gradient, as torch.optim.SGD does on a parameter's first step. The gradient is read as

@@ -4,8 +4,7 @@
 // step gives the same bits on every CPU; AVX2 only does eight elements at a time.
 #pragma once
 
-#include "adam_update.h"
-#include "sgd_update.h"
+#include "update_hyperparameters.h"
 
 #include <c10/util/BFloat16.h>
 

@@ -1,5 +1,5 @@
 // Config inputs the config fuzzer crashed on, with the behaviour they must have instead.
-#include <config_loader.h>
+#include "config/config_loader.h"
 #include <ft/errors.h>
 #include <gtest/gtest.h>
 

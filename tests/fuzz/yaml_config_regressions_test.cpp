@@ -1,8 +1,8 @@
 // YAML config inputs the yaml_config fuzzer stopped on, with the behaviour they must have instead.
 #include <ft/errors.h>
 #include <gtest/gtest.h>
-#include <omegaconf_scalars.h>
-#include <yaml_config.h>
+#include "config/omegaconf_scalars.h"
+#include "config/yaml_config.h"
 
 #include <chrono>
 #include <cmath>

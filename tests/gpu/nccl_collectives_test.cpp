@@ -1,7 +1,7 @@
 // c10d's NCCL backend through ft::Collectives on one rank (the GPU machine has one device): every
 // collective the strategies use, on CUDA tensors in float32 and bfloat16, gives the one-rank
 // result, and CPU tensors of the same run still go over Gloo.
-#include "c10d_collectives.h"
+#include "train/c10d_collectives.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // by the host's config loader, so components are instantiated exactly as the recipe does.
 #pragma once
 
-#include "config_loader.h"
-#include "plugin_loader.h"
+#include "config/config_loader.h"
+#include "plugin_host/plugin_loader.h"
 #include "test_helpers.h"
 
 #include <ft/config.h>

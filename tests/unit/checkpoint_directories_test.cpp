@@ -1,9 +1,9 @@
 // core/checkpoint_directories directly: which directories of an output directory are complete
 // checkpoints and in what order (what resume_from_checkpoint = true and keep_last_n act on), and
 // what the start-up cleanup removes or restores after an interrupted save.
-#include "checkpoint_directories.h"
+#include "train/checkpoint_directories.h"
 #include "test_helpers.h"
-#include "training_state.h"
+#include "train/training_state.h"
 
 #include <ft/errors.h>
 

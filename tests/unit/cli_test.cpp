@@ -1,6 +1,6 @@
 // The fthost binary end to end: exit codes and the messages a user sees.
 #include "test_helpers.h"
-#include "training_state.h"
+#include "train/training_state.h"
 
 #include <ft/torch_compat.h>
 #include <torch/version.h>

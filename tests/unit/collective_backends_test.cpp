@@ -1,6 +1,6 @@
 // Which c10d backend carries which tensors, as the seed's init_process_group("cuda:nccl,cpu:gloo"),
 // and what a CPU run's ranks report after their rendezvous through the launcher's environment.
-#include "collective_backends.h"
+#include "train/collective_backends.h"
 #include "golden_cases.h"
 #include "test_helpers.h"
 

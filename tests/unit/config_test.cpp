@@ -1,5 +1,5 @@
 // Config loading: typed access, error messages, overrides, removal, interpolation, schemas.
-#include "config_loader.h"
+#include "config/config_loader.h"
 #include "test_helpers.h"
 
 #include "ft_host/schema_check.h"

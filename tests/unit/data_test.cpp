@@ -1,7 +1,7 @@
 // Data pipeline: the sampler reproduces torchtune's data order (golden order files computed by
 // torchtune's recipe), the pre-tokenized dataset reads the golden data, padded_collate_sft pads.
 #include "builtin_plugins.h"
-#include "distributed_sampler.h"
+#include "train/distributed_sampler.h"
 #include "test_helpers.h"
 
 #include <ft/collate.h>

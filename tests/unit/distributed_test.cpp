@@ -1,7 +1,7 @@
 // Distributed training with real ranks over loopback (Gloo): every strategy and launcher must
 // reproduce torchtune's single-process golden trajectories, shard what it claims to shard, and
 // turn a dead rank into a prompt, clear failure on the others.
-#include "distributed_environment.h"
+#include "config/distributed_environment.h"
 #include "golden_cases.h"
 #include "test_helpers.h"
 

@@ -4,9 +4,9 @@
 // the errors a user meets name what is missing; and the demo's held-out lists get no right
 // answer from the demo model's random initialisation.
 #include "builtin_plugins.h"
-#include "generation_setup.h"
+#include "generate/generation_setup.h"
 #include "golden_cases.h"
-#include "token_generator.h"
+#include "generate/token_generator.h"
 
 #include <ft/checkpointer.h>
 #include <ft/tokenizer.h>

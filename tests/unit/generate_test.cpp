@@ -4,9 +4,9 @@
 // the first generated position's logits equal those torchtune's own model computed
 // (initial.json); seeded sampling repeats; stop tokens end the answer.
 #include "builtin_plugins.h"
-#include "generation_setup.h"
+#include "generate/generation_setup.h"
 #include "golden_cases.h"
-#include "token_generator.h"
+#include "generate/token_generator.h"
 
 #include <ft/model.h>
 #include <ft/model_kv_cache.h>

@@ -3,7 +3,7 @@
 // an ft::Error naming it, and runs of the fthost binary whose loggers fail mid-run ending with
 // that message and a non-zero exit code instead of an abort.
 #include "logger_test_support.h"
-#include "metric_logger_fanout.h"
+#include "train/metric_logger_fanout.h"
 #include "wire_decoder.h"
 
 #include <ft/errors.h>

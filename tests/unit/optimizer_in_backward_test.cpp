@@ -3,7 +3,7 @@
 // bitwise from its own checkpoints, never holds the whole model's gradient at once, and keeps
 // the seed's conflicts with clipping and gradient accumulation; and, in process, its
 // per-tensor optimizers' state has the layout and values of one optimizer over every tensor.
-#include "optimizer_in_backward.h"
+#include "train/optimizer_in_backward.h"
 #include "builtin_plugins.h"
 #include "golden_cases.h"
 #include "test_helpers.h"

@@ -1,6 +1,6 @@
 // Plugin loading: every loader error is specific, kinds are checked, objects keep libraries alive.
-#include "plugin_loader.h"
-#include "config_loader.h"
+#include "plugin_host/plugin_loader.h"
+#include "config/config_loader.h"
 #include "test_helpers.h"
 
 #include <ft/errors.h>

@@ -1,9 +1,9 @@
-// Plugin manifests (core/plugin_manifest.h): the registry a manifest describes is the one
+// Plugin manifests (core/plugin_host/plugin_manifest.h): the registry a manifest describes is the one
 // loading the library registers, field by field and as `fthost ls -v` prints it; a manifest
 // that no longer matches its library is ignored and the library loaded.
-#include "plugin_manifest.h"
-#include "commands.h"
-#include "plugin_loader.h"
+#include "plugin_host/plugin_manifest.h"
+#include "cli/commands.h"
+#include "plugin_host/plugin_loader.h"
 #include "test_helpers.h"
 
 #include <ft/registry.h>

@@ -1,5 +1,5 @@
 // The progress line: plain lines for logs, one redrawn line for terminals, the seed's text.
-#include "progress_line.h"
+#include "train/progress_line.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The next-token sampler: greedy is the argmax, top-k 1 and a tiny top-p are greedy too, draws
 // follow the softmax at the temperature, top-k / top-p never leave their candidates, and a seed
 // repeats its draws while another seed does not.
-#include "token_sampler.h"
+#include "generate/token_sampler.h"
 #include "test_helpers.h"
 
 #include <ft/errors.h>

@@ -1,6 +1,6 @@
 // torchtune's command-line habits through the fthost binary: YAML configs, `fthost run
 // full_finetune_distributed`, `--nproc_per_node`, `fthost cp` and `fthost ls configs`.
-#include "shipped_configs.h"
+#include "config/shipped_configs.h"
 #include "test_helpers.h"
 
 #include <ft/errors.h>

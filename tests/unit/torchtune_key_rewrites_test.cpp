@@ -2,8 +2,8 @@
 // the collate function torchtune picks for packed data, and the run a rewrite must not break.
 #include "test_helpers.h"
 
-#include "config_loader.h"
-#include "torchtune_key_rewrites.h"
+#include "config/config_loader.h"
+#include "config/torchtune_key_rewrites.h"
 
 #include <ft/errors.h>
 

@@ -1,7 +1,7 @@
 // core/training_state directly: the manifest's JSON (keys as docs/checkpointing.md lays them
 // out), its round trip through read_manifest, the errors naming the file and key, and what
 // check_resumable refuses.
-#include "training_state.h"
+#include "train/training_state.h"
 #include "test_helpers.h"
 
 #include <ft/errors.h>

@@ -5,7 +5,7 @@
 // run validating on that file must be it, whatever the batching and the number of ranks.
 #include "golden_cases.h"
 #include "test_helpers.h"
-#include "validation_loop.h"
+#include "train/validation_loop.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // torchtune's YAML configs: OmegaConf's meaning of nulls, numbers and `${...}`, torchtune's
 // command-line overrides on them, and errors that name the file, line and key.
-#include "yaml_config.h"
-#include "config_commands.h"
-#include "config_loader.h"
-#include "omegaconf_scalars.h"
+#include "config/yaml_config.h"
+#include "cli/config_commands.h"
+#include "config/config_loader.h"
+#include "config/omegaconf_scalars.h"
 #include "test_helpers.h"
 
 #include "ft_host/schema_check.h"

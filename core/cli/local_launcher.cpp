@@ -1,0 +1,174 @@
+#include "cli/local_launcher.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+#include <ft/text.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+namespace fthost {
+
+namespace {
+
+volatile sig_atomic_t forwarded_signal = 0;
+
+void remember_signal(int sig) { forwarded_signal = sig; }
+
+// Binds a loopback TCP socket to `port` (0: one the kernel picks) and closes it again: the port
+// it got, or -1 when the bind failed.
+int probe_loopback_port(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw ft::Error("launcher: socket(): " + ft::errno_text(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  close(fd);
+  return bound ? ntohs(addr.sin_port) : -1;
+}
+
+// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+int first_ephemeral_port() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (range >> low >> high && low > 1024 && low <= 65535) return low;
+  return 32768;
+}
+
+// The rendezvous port is free when checked and bound by rank 0 about a second later, after its
+// exec and LibTorch's load. A port from the ephemeral range could be handed in between to any
+// socket on the machine (every Gloo connection takes one), so the port is drawn below that
+// range, where the kernel never assigns one on its own; only a program naming the same port
+// could take it.
+int free_rendezvous_port() {
+  const int high = first_ephemeral_port();
+  const int low = std::max(1025, std::min(20000, high - 4096));
+  // A machine whose ephemeral range starts near 1024 leaves no room below it: take one the
+  // kernel hands out, as before.
+  if (high - low < 1024) {
+    const int port = probe_loopback_port(0);
+    if (port < 0) throw ft::Error("launcher: cannot find a free port: " + ft::errno_text(errno));
+    return port;
+  }
+  std::mt19937 draw(std::random_device{}());
+  std::uniform_int_distribution<int> port_in(low, high - 1);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int port = port_in(draw);
+    if (probe_loopback_port(port) == port) return port;
+  }
+  throw ft::Error("launcher: no free loopback port in " + std::to_string(low) + "-" + std::to_string(high - 1) +
+                  " after 64 tries; start the ranks with MASTER_PORT set instead");
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid < 0) throw ft::Error("launcher: fork(): " + ft::errno_text(errno));
+  if (pid > 0) return pid;
+  // Child: its own process group would hide terminal signals; stay in ours so Ctrl-C reaches it.
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  setenv("FTHOST_LAUNCHER", "1", 1);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  std::fprintf(stderr, "fthost launcher: exec of rank %d failed: %s\n", rank, std::strerror(errno));
+  _exit(127);
+}
+
+}  // namespace
+
+int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
+  if (nproc < 1) throw ft::Error("--nproc-per-node: expected at least 1, got " + std::to_string(nproc));
+  const int port = free_rendezvous_port();
+  struct sigaction action {};
+  action.sa_handler = remember_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nproc; ++r) pids.push_back(spawn_rank(r, nproc, port, rank_args));
+  ft::log::info("launcher: started {} ranks (rendezvous 127.0.0.1:{})", nproc, port);
+
+  int running = nproc;
+  int result = 0;
+  bool stopping = false;
+  auto stop_started = std::chrono::steady_clock::now();
+  auto stop_others = [&](int sig) {
+    for (pid_t p : pids)
+      if (p > 0) kill(p, sig);
+  };
+  while (running > 0) {
+    if (forwarded_signal && !stopping) {
+      ft::log::warn("launcher: received signal {}; forwarding it to every rank", static_cast<int>(forwarded_signal));
+      stop_others(forwarded_signal);
+      stopping = true;
+      stop_started = std::chrono::steady_clock::now();
+      if (result == 0) result = 128 + forwarded_signal;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      --running;
+      for (int r = 0; r < nproc; ++r) {
+        if (pids[r] != pid) continue;
+        pids[r] = -1;
+        const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (failed && !stopping) {
+          ft::log::error("launcher: rank {} (pid {}) {}; stopping the other ranks", r, pid, describe_status(status));
+          result = exit_code_of(status);
+          stop_others(SIGTERM);
+          stopping = true;
+          stop_started = std::chrono::steady_clock::now();
+        } else if (failed && result == 0) {
+          result = exit_code_of(status);
+        }
+      }
+      continue;
+    }
+    if (stopping && std::chrono::steady_clock::now() - stop_started > std::chrono::seconds(10)) {
+      ft::log::error("launcher: ranks still running 10 s after SIGTERM; killing them");
+      stop_others(SIGKILL);
+      stop_started = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return result;
+}
+
+}  // namespace fthost

@@ -1,0 +1,79 @@
+#include "config/checked_config.h"
+
+#include "plugin_host/checkpointer_role.h"
+#include "config/config_loader.h"
+#include "config/log_level.h"
+#include "config/recipe_schema.h"
+#include "config/shipped_configs.h"
+#include "config/torchtune_key_rewrites.h"
+
+#include "ft_host/schema_check.h"
+
+namespace fthost {
+
+namespace {
+
+std::vector<std::string> config_plugin_paths(const ft::ConfigNode& root) {
+  if (!root.is_table("plugins")) return {};
+  return root.table("plugins").get<std::vector<std::string>>("paths", {});
+}
+
+}  // namespace
+
+TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigNode& root) {
+  std::vector<std::string> problems = ft::detail::check_and_complete(root, recipe_schema());
+  TrainingSettings settings;
+  if (problems.empty()) {
+    try {
+      settings = read_training_settings(root);
+    } catch (const ft::ConfigError& e) {
+      problems.push_back(e.what());
+    }
+  }
+  for (const auto& key : root.keys()) {
+    auto kind = kind_of_table(key);
+    if (!kind || !(root.is_table(key) || root.is_table_list(key))) continue;
+    for (const auto& table : root.table_list(key)) {
+      try {
+        registry.resolve(table, *kind);
+      } catch (const ft::ConfigError& e) {
+        problems.push_back(e.what());
+      }
+    }
+  }
+  if (auto problem = checkpointer_role_problem(registry, root)) problems.push_back(*problem);
+  if (!problems.empty()) {
+    // One error may carry several problems, a line each (a component table's schema check
+    // reports all of its keys in one): the count is of the lines printed, not of the errors.
+    std::vector<std::string> lines;
+    for (const auto& p : problems) {
+      std::size_t start = 0;
+      while (start < p.size()) {
+        auto nl = p.find('\n', start);
+        lines.push_back(p.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+      }
+    }
+    std::string msg = std::to_string(lines.size()) + " problem(s) in the configuration:";
+    for (const auto& line : lines) msg += "\n  " + line;
+    throw ft::ConfigError(msg);
+  }
+  return settings;
+}
+
+CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
+                                  const std::function<void(ft::detail::ConfigDocument&)>& adjust) {
+  if (inv.config_path.empty())
+    throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
+  auto doc = load_config(resolve_config_argument(inv.config_path), inv.args);
+  if (adjust) adjust(*doc);
+  ft::ConfigNode root = ft::detail::root_node(doc);
+  rewrite_torchtune_keys(*doc, root);
+  apply_log_level(root);  // before anything else logs
+  plugins.load_all(PluginLoader::search_paths(inv.plugin_dirs, config_plugin_paths(root)));
+  TrainingSettings settings = validate_config(plugins.registry(), root);
+  return CheckedConfig{std::move(doc), std::move(root), std::move(plugins), std::move(settings)};
+}
+
+}  // namespace fthost

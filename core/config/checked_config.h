@@ -1,0 +1,37 @@
+// A run's configuration, loaded and checked as a whole: the file and its overrides, torchtune's
+// keys rewritten, the top level against the recipe's schema and rules, and every component
+// table against its registry entry. `fthost validate` stops here; run and data go on to train
+// or show data with the same objects.
+#pragma once
+
+#include "config/invocation.h"
+#include "plugin_host/plugin_loader.h"
+#include "config/training_settings.h"
+
+#include "ft_host/config_document.h"
+
+#include <ft/config.h>
+#include <ft/registry.h>
+
+#include <functional>
+#include <memory>
+
+namespace fthost {
+
+struct CheckedConfig {
+  std::shared_ptr<ft::detail::ConfigDocument> doc;
+  ft::ConfigNode root;
+  PluginLoader plugins;
+  TrainingSettings settings;
+};
+
+// Schema-checks the top level and every component table; all problems are reported together
+// in one ft::ConfigError. Returns the run's settings.
+TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigNode& root);
+
+// Loads `inv.config_path` with its overrides, then `adjust` (may be empty) edits the document
+// before anything reads it; plugins load through `plugins` (manifests or not, as it was made).
+CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
+                                  const std::function<void(ft::detail::ConfigDocument&)>& adjust = {});
+
+}  // namespace fthost

@@ -1,0 +1,18 @@
+#include "config/invocation.h"
+
+#include <ft/errors.h>
+
+namespace fthost {
+
+void check_invocation(const Invocation& inv) {
+  if (inv.command != "data" && (inv.data.samples || inv.data.packed || inv.data.json))
+    throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
+  if (!inv.write_manifest.empty() && inv.command != "plugins")
+    throw ft::ConfigError("--write-manifest is an option of `fthost plugins`");
+  if (is_training_command(inv) && inv.config_path.empty())
+    throw ft::ConfigError("--config: required (a run configuration in TOML or YAML, or a shipped config's name)");
+}
+
+bool is_training_command(const Invocation& inv) { return inv.command == "run" || inv.command == "data"; }
+
+}  // namespace fthost

@@ -1,0 +1,38 @@
+// What the command line asked for: the command, the config file and its overrides, the plugin
+// directories, and each command's options. Parsed by the CLI (command_line.h), read by config
+// loading and by the training library, so it lives below both.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fthost {
+
+// The options of `fthost data`.
+struct DataViewOptions {
+  std::optional<std::int64_t> samples;  // unset: a few in text, all with --json
+  bool packed = false;                  // --packed: every dataset packs, as with dataset.packed = true
+  bool json = false;
+};
+
+struct Invocation {
+  std::string command = "run";
+  std::string config_path;
+  std::vector<std::string> plugin_dirs;
+  std::vector<std::string> args;  // overrides, the KIND filter of `ls`, or cp's SOURCE DEST
+  bool verbose = false;
+  DataViewOptions data;
+  bool force = false;          // cp: overwrite the destination
+  bool make_parents = false;   // cp: create the destination's directories
+  std::string write_manifest;  // plugins --write-manifest LIB: the library whose manifest to write
+};
+
+// run and data: the commands that train or read data, and so need LibTorch (training_library.h).
+bool is_training_command(const Invocation& inv);
+
+// Errors in the command line's combination of options, before anything is loaded.
+void check_invocation(const Invocation& inv);
+
+}  // namespace fthost

@@ -1,0 +1,312 @@
+#include "train/c10d_collectives.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if FTHOST_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <functional>
+#include <utility>
+
+namespace fthost {
+
+namespace {
+
+// A collective's tensor as its error message names it, formatted only when there is an error.
+struct CollectiveTensor {
+  CollectiveTensor() = default;
+  CollectiveTensor(const at::Tensor& t)  // implicit: every collective passes its tensor
+      : numel(t.numel()), dtype(t.scalar_type()), device(t.device()), defined(true) {}
+  std::string text() const {
+    if (!defined) return "";
+    return " of " + std::to_string(numel) + " " + std::string(c10::toString(dtype)) + " elements on " + device.str();
+  }
+  std::int64_t numel = 0;
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+  bool defined = false;
+};
+
+// One process group as ft::Collectives, over the c10d backends the seed's
+// init_process_group("cuda:nccl,cpu:gloo") gives: each collective goes to the backend of its
+// tensor's device (NCCL for CUDA tensors where the run is on CUDA, Gloo for CPU tensors).
+class C10dCollectives final : public ft::Collectives {
+ public:
+  C10dCollectives(c10::intrusive_ptr<c10d::Backend> cpu, c10::intrusive_ptr<c10d::Backend> accelerator, int world_rank,
+                  std::chrono::milliseconds timeout)
+      : cpu_(std::move(cpu)), accelerator_(std::move(accelerator)), world_rank_(world_rank), timeout_(timeout) {}
+
+  int rank() const override { return cpu_->getRank(); }
+  int size() const override { return cpu_->getSize(); }
+
+  void all_reduce_sum(at::Tensor& tensor) override { all_reduce_sum_async(tensor)->wait(); }
+
+  std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor& tensor) override {
+    c10d::Backend& backend = backend_for(tensor);
+    c10::intrusive_ptr<c10d::Work> work;
+    guarded("all_reduce", backend, tensor, [&] {
+      std::vector<at::Tensor> tensors{tensor};
+      c10d::AllreduceOptions opts;
+      opts.reduceOp = c10d::ReduceOp::SUM;
+      work = backend.allreduce(tensors, opts);
+    });
+    return std::make_unique<Pending>(std::move(work), this, "all_reduce", backend, tensor);
+  }
+
+  void all_gather(at::Tensor& full, const at::Tensor& shard) override { all_gather_async(full, shard)->wait(); }
+
+  std::unique_ptr<ft::PendingCollective> all_gather_async(at::Tensor& full, const at::Tensor& shard) override {
+    c10d::Backend& backend = backend_for(full);
+    at::Tensor input = shard.contiguous().view({-1});
+    c10::intrusive_ptr<c10d::Work> work;
+    guarded("all_gather", backend, shard, [&] {
+      at::Tensor output = full.view({-1});
+      if (is_gloo(backend)) {
+        // Gloo gathers into one tensor per rank; chunks of `full` along dim 0 are contiguous views.
+        std::vector<std::vector<at::Tensor>> outputs{output.chunk(size())};
+        std::vector<at::Tensor> inputs{input};
+        work = backend.allgather(outputs, inputs);
+      } else {
+        work = backend._allgather_base(output, input);
+      }
+    });
+    return std::make_unique<Pending>(std::move(work), this, "all_gather", backend, shard, std::move(input));
+  }
+
+  void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {
+    reduce_scatter_sum_async(shard, full)->wait();
+  }
+
+  std::unique_ptr<ft::PendingCollective> reduce_scatter_sum_async(at::Tensor& shard, const at::Tensor& full) override {
+    c10d::Backend& backend = backend_for(full);
+    at::Tensor input = full.contiguous().view({-1});
+    if (!is_gloo(backend)) {
+      c10::intrusive_ptr<c10d::Work> work;
+      at::Tensor output = shard.view({-1});
+      guarded("reduce_scatter", backend, full, [&] {
+        c10d::ReduceScatterOptions opts;
+        opts.reduceOp = c10d::ReduceOp::SUM;
+        work = backend._reduce_scatter_base(output, input, opts);
+      });
+      return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", backend, full, std::move(input));
+    }
+    // Gloo's reduce-scatter is an all-reduce underneath. An all-to-all sends each rank only the
+    // slices it keeps ((n-1)/n of the buffer, half of what an all-reduce moves), and the slices
+    // are summed here in rank order, so every rank's result is the same bitwise whatever the
+    // transport did.
+    at::Tensor received = at::empty_like(input);
+    c10::intrusive_ptr<c10d::Work> work;
+    guarded("reduce_scatter", backend, full, [&] {
+      std::vector<int64_t> equal_splits;
+      work = backend.alltoall_base(received, input, equal_splits, equal_splits);
+    });
+    const int ranks = size();
+    auto sum_slices = [shard, received, ranks]() mutable {
+      at::Tensor slices = received.view({ranks, -1});
+      at::Tensor out = shard.view({-1});
+      out.copy_(slices[0]);
+      for (int r = 1; r < ranks; ++r) out.add_(slices[r]);
+    };
+    return std::make_unique<Pending>(std::move(work), this, "reduce_scatter", backend, full, std::move(input),
+                                     std::move(sum_slices));
+  }
+
+  void broadcast(at::Tensor& tensor, int root) override {
+    c10d::Backend& backend = backend_for(tensor);
+    guarded("broadcast", backend, tensor, [&] {
+      std::vector<at::Tensor> tensors{tensor};
+      c10d::BroadcastOptions opts;
+      opts.rootRank = root;
+      backend.broadcast(tensors, opts)->wait();
+    });
+  }
+
+  // Over Gloo: a barrier has no tensor, and Gloo's needs no device.
+  void barrier() override {
+    guarded("barrier", *cpu_, CollectiveTensor{}, [&] { cpu_->barrier()->wait(); });
+  }
+
+  // What the rank was doing, the backend's own message, and only then what a lost connection or
+  // a timeout usually means.
+  template <class Fn>
+  void guarded(const char* op, const c10d::Backend& backend, const CollectiveTensor& tensor, Fn&& fn) const {
+    try {
+      fn();
+    } catch (const ft::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ft::Error("rank " + std::to_string(world_rank_) + ": " + backend.getBackendName() + " " + op +
+                      tensor.text() + " across " + std::to_string(size()) + " ranks failed: " + first_line(e.what()) +
+                      " (when the cause is a lost connection or a timeout: another rank exited or did not answer "
+                      "within " +
+                      std::to_string(timeout_.count() / 1000) + " s, distributed_timeout_s)");
+    }
+  }
+
+ private:
+  static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+  static bool is_gloo(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
+
+  c10d::Backend& backend_for(const at::Tensor& tensor) const {
+    if (tensor.device().is_cpu() || !accelerator_) return *cpu_;
+    return *accelerator_;
+  }
+
+  // `keep_alive` is the buffer the transport reads until the work is done; `then` finishes the
+  // result on this thread after it.
+  class Pending final : public ft::PendingCollective {
+   public:
+    Pending(c10::intrusive_ptr<c10d::Work> work, const C10dCollectives* owner, const char* op,
+            const c10d::Backend& backend, const at::Tensor& described, at::Tensor keep_alive = {},
+            std::function<void()> then = {})
+        : work_(std::move(work)),
+          owner_(owner),
+          op_(op),
+          backend_(backend),
+          described_(described),
+          keep_alive_(std::move(keep_alive)),
+          then_(std::move(then)) {}
+    void wait() override {
+      owner_->guarded(op_, backend_, described_, [&] { work_->wait(); });
+      keep_alive_.reset();
+      if (then_) std::exchange(then_, nullptr)();
+    }
+
+   private:
+    c10::intrusive_ptr<c10d::Work> work_;
+    const C10dCollectives* owner_;
+    const char* op_;
+    const c10d::Backend& backend_;
+    CollectiveTensor described_;
+    at::Tensor keep_alive_;
+    std::function<void()> then_;
+  };
+
+  c10::intrusive_ptr<c10d::Backend> cpu_;
+  c10::intrusive_ptr<c10d::Backend> accelerator_;  // null unless the run is on CUDA
+  int world_rank_;
+  std::chrono::milliseconds timeout_;
+};
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const DistributedEnvironment& env) {
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(iface);
+  if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost")
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+c10::intrusive_ptr<c10d::Backend> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                             const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices.push_back(gloo_device(env));
+  options->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+}
+
+c10::intrusive_ptr<c10d::Backend> accelerator_group(CollectiveBackend backend,
+                                                    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
+  switch (backend) {
+    case CollectiveBackend::none:
+      return {};
+    case CollectiveBackend::nccl:
+#if FTHOST_WITH_NCCL
+    {
+      // The timeout reaches NCCL's watchdog, which aborts the communicator and ends this rank
+      // with the collective it was waiting on when a peer dies or hangs.
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      return c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", store), rank,
+                                                         size, options);
+    }
+#else
+      (void)store, (void)rank, (void)size, (void)timeout;
+      throw ft::Error("device = \"cuda\" with several ranks needs NCCL, and this build has none (FTHOST_WITH_CUDA=OFF)");
+#endif
+    case CollectiveBackend::gloo:
+      break;
+  }
+  throw ft::Error("the CUDA collectives' backend must be NCCL");
+}
+
+class SingleRank final : public ft::Collectives {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void all_reduce_sum(at::Tensor&) override {}
+  std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor&) override {
+    return std::make_unique<ft::CompletedCollective>();
+  }
+  void all_gather(at::Tensor& full, const at::Tensor& shard) override { full.view({-1}).copy_(shard.reshape({-1})); }
+  void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {
+    shard.view({-1}).copy_(full.reshape({-1}));
+  }
+  void broadcast(at::Tensor&, int) override {}
+  void barrier() override {}
+};
+
+}  // namespace
+
+ProcessGroups single_process_groups() {
+  ProcessGroups groups;
+  groups.world = std::make_shared<SingleRank>();
+  groups.new_group = [](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
+    if (ranks.size() != 1 || ranks[0] != 0) return nullptr;
+    return std::make_shared<SingleRank>();
+  };
+  return groups;
+}
+
+ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chrono::milliseconds timeout,
+                                     c10::DeviceType device) {
+  const CollectiveBackends backends = collective_backends(device);
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(env.master_port);
+  store_options.isServer = env.rank == 0;
+  store_options.numWorkers = env.world_size;
+  store_options.waitWorkers = true;
+  store_options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    throw ft::Error("rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
+                    std::to_string(env.master_port) + " failed within " + std::to_string(timeout.count() / 1000) +
+                    " s (are all " + std::to_string(env.world_size) +
+                    " ranks started? is the port free?): " + e.what());
+  }
+  ProcessGroups groups;
+  auto world_store = c10::make_intrusive<c10d::PrefixStore>("world", store);
+  groups.world = std::make_shared<C10dCollectives>(
+      gloo_group(world_store, env.rank, env.world_size, env, timeout),
+      accelerator_group(backends.accelerator, world_store, env.rank, env.world_size, timeout), env.rank, timeout);
+  auto counter = std::make_shared<int>(0);
+  groups.new_group = [store, env, timeout, counter,
+                      backends](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
+    const int id = (*counter)++;
+    int my_index = -1;
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] == env.rank) my_index = static_cast<int>(i);
+    if (my_index < 0) return nullptr;
+    std::string key = "group" + std::to_string(id);
+    for (int r : ranks) key += "_" + std::to_string(r);
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(key, store);
+    const int group_size = static_cast<int>(ranks.size());
+    return std::make_shared<C10dCollectives>(
+        gloo_group(prefixed, my_index, group_size, env, timeout),
+        accelerator_group(backends.accelerator, prefixed, my_index, group_size, timeout), env.rank, timeout);
+  };
+  ft::log::info("rank {}/{}: connected to {}:{} ({})", env.rank, env.world_size, env.master_addr, env.master_port,
+                backends.spec);
+  return groups;
+}
+
+}  // namespace fthost

@@ -1,0 +1,111 @@
+#include "train/checkpoint_directories.h"
+
+#include "train/training_state.h"
+
+#include <ft/durable_files.h>
+#include <ft/errors.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+#include <tuple>
+
+namespace fthost {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// Names are matched by hand rather than with std::regex: a PyTorch wheel exports std::regex
+// instantiations built by another compiler, and a process linking one crashed in them.
+bool is_checkpoint_tag(std::string_view name) {
+  for (std::string_view prefix : {"epoch_", "step_"})
+    if (name.substr(0, prefix.size()) == prefix) return all_digits(name.substr(prefix.size()));
+  return false;
+}
+
+// `.<tag>.<role>-<id>`: sets `tag` and `role` when `name` is a leftover of the protocol.
+bool parse_leftover_name(const std::string& name, std::string& tag, std::string& role) {
+  if (name.size() < 2 || name[0] != '.') return false;
+  const auto tag_end = name.find('.', 1);
+  const auto dash = name.rfind('-');
+  if (tag_end == std::string::npos || dash == std::string::npos || dash < tag_end) return false;
+  const std::string_view view(name);
+  const std::string_view candidate_tag = view.substr(1, tag_end - 1);
+  const std::string_view candidate_role = view.substr(tag_end + 1, dash - tag_end - 1);
+  if (!is_checkpoint_tag(candidate_tag) || !all_digits(view.substr(dash + 1))) return false;
+  if (candidate_role != "partial" && candidate_role != "deleting" && candidate_role != "old") return false;
+  tag = std::string(candidate_tag);
+  role = std::string(candidate_role);
+  return true;
+}
+
+void remove_or_throw(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec)
+    throw ft::Error(path.string() + ": cannot remove this leftover of an interrupted checkpoint save: " + ec.message());
+}
+
+}  // namespace
+
+std::vector<CheckpointEntry> complete_checkpoints(const std::string& output_dir) {
+  std::vector<CheckpointEntry> out;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return out;
+  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !is_checkpoint_tag(name)) continue;
+    const std::string manifest = manifest_path_in(entry.path().string());
+    if (!fs::exists(manifest)) continue;  // a plain model directory (an older run's epoch_N)
+    out.push_back({name, entry.path().string(), read_manifest(manifest).progress.steps_run});
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+    const bool a_epoch = a.tag.rfind("epoch_", 0) == 0, b_epoch = b.tag.rfind("epoch_", 0) == 0;
+    return std::tie(a.steps_run, a_epoch, a.tag) < std::tie(b.steps_run, b_epoch, b.tag);
+  });
+  return out;
+}
+
+InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_dir) {
+  InterruptedCheckpoints result;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return result;
+  struct Leftover {
+    fs::path path;
+    std::string tag, role;
+  };
+  std::vector<Leftover> leftovers;
+  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
+    Leftover l{entry.path(), {}, {}};
+    if (parse_leftover_name(entry.path().filename().string(), l.tag, l.role)) leftovers.push_back(std::move(l));
+  }
+  // Sorted by name, so which of several moved-aside copies is restored does not depend on the
+  // directory's order.
+  std::sort(leftovers.begin(), leftovers.end(), [](const Leftover& a, const Leftover& b) { return a.path < b.path; });
+  for (const Leftover& l : leftovers) {
+    const fs::path tag_dir = fs::path(output_dir) / l.tag;
+    if (l.role == "old" && !fs::exists(fs::symlink_status(tag_dir, ec))) {
+      fs::rename(l.path, tag_dir, ec);
+      if (ec)
+        throw ft::Error("cannot restore the checkpoint " + l.path.string() +
+                        " (moved aside by an interrupted save) to " + tag_dir.string() + ": " + ec.message());
+      result.restored.push_back(l.path.string() + " -> " + tag_dir.string());
+      continue;
+    }
+    remove_or_throw(l.path);
+    result.removed.push_back(l.path.string());
+  }
+  if (!leftovers.empty()) ft::fsync_path(output_dir);
+  return result;
+}
+
+std::string staging_dir_for(const std::string& output_dir, const std::string& tag, std::int64_t run_id) {
+  return (fs::path(output_dir) / ("." + tag + ".partial-" + std::to_string(run_id))).string();
+}
+
+}  // namespace fthost

@@ -1,0 +1,88 @@
+#include "train/device_mesh.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fthost {
+
+namespace {
+
+// A group of one rank needs no communication (and no Gloo context): its collectives are the
+// identity, those of a one-rank run.
+std::shared_ptr<ft::Collectives> identity_group() { return single_process_groups().world; }
+
+// Creates, in the same order on every rank, the group of world ranks `ranks(t)` for every
+// tensor-parallel coordinate t, and returns the one this rank is in.
+template <class RanksOf>
+std::shared_ptr<ft::Collectives> one_group_per_coordinate(const ProcessGroups& groups, int coordinates,
+                                                          RanksOf ranks_of) {
+  std::shared_ptr<ft::Collectives> mine;
+  for (int t = 0; t < coordinates; ++t) {
+    const std::vector<int> ranks = ranks_of(t);
+    const bool member = [&] {
+      for (int r : ranks)
+        if (r == groups.world->rank()) return true;
+      return false;
+    }();
+    std::shared_ptr<ft::Collectives> group =
+        ranks.size() == 1 ? (member ? identity_group() : nullptr) : groups.new_group(ranks);
+    if (group) mine = std::move(group);
+  }
+  return mine;
+}
+
+}  // namespace
+
+DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size) {
+  const int world = groups.world->size();
+  if (tensor_parallel_size < 1) root.fail("tensor_parallel_dim", "expected an integer >= 1");
+  if (world % tensor_parallel_size != 0)
+    root.fail("tensor_parallel_dim",
+              std::to_string(tensor_parallel_size) + " does not divide the " + std::to_string(world) +
+                  " ranks of this run: world size = data_parallel_replicate_dim x data_parallel_shard_dim x "
+                  "tensor_parallel_dim");
+  DeviceMesh mesh;
+  mesh.tensor_parallel_size = tensor_parallel_size;
+  if (tensor_parallel_size == 1) {
+    mesh.data_parallel = groups.world;
+    mesh.data_parallel_new_group = groups.new_group;
+    return mesh;
+  }
+  const int tp = tensor_parallel_size;
+  const int dp = world / tp;
+  // Tensor-parallel groups: consecutive ranks.
+  mesh.tensor_parallel = one_group_per_coordinate(groups, dp, [tp](int d) {
+    std::vector<int> ranks;
+    for (int t = 0; t < tp; ++t) ranks.push_back(d * tp + t);
+    return ranks;
+  });
+  // Data-parallel groups: the ranks of one tensor-parallel coordinate.
+  auto data_parallel_ranks = [tp](const std::vector<int>& dp_ranks, int t) {
+    std::vector<int> ranks;
+    for (int d : dp_ranks) ranks.push_back(d * tp + t);
+    return ranks;
+  };
+  std::vector<int> every_dp_rank;
+  for (int d = 0; d < dp; ++d) every_dp_rank.push_back(d);
+  mesh.data_parallel =
+      one_group_per_coordinate(groups, tp, [&](int t) { return data_parallel_ranks(every_dp_rank, t); });
+  // The strategy's sub-groups name data-parallel ranks; every rank asks for the same ones in
+  // the same order, so creating the group for every coordinate keeps the creation order equal.
+  mesh.data_parallel_new_group = [groups, tp, data_parallel_ranks](const std::vector<int>& dp_ranks) {
+    return one_group_per_coordinate(groups, tp, [&](int t) { return data_parallel_ranks(dp_ranks, t); });
+  };
+  if (!mesh.tensor_parallel || !mesh.data_parallel)
+    throw ft::Error("rank " + std::to_string(groups.world->rank()) +
+                    " is in no tensor-parallel or data-parallel group");
+  if (groups.world->rank() == 0)
+    ft::log::info(
+        "device mesh: {} data-parallel x {} tensor-parallel ranks (tensor-parallel groups are consecutive ranks)", dp,
+        tp);
+  return mesh;
+}
+
+}  // namespace fthost

@@ -1,0 +1,42 @@
+#include "train/training_commands.h"
+
+#include "config/checked_config.h"
+#include "train/data_command.h"
+#include "train/device_support.h"
+#include "config/distributed_environment.h"
+#include "train/full_finetune_recipe.h"
+#include "config/rank_logging.h"
+
+#include <ft/log.h>
+
+#include <boost/filesystem.hpp>
+
+#include <fstream>
+
+namespace fthost {
+
+int run_training_command(const Invocation& inv) {
+  check_invocation(inv);
+  if (inv.command == "data") log_to_stderr();  // stdout is the data view
+  std::function<void(ft::detail::ConfigDocument&)> adjust;
+  if (inv.command == "data" && inv.data.packed) adjust = set_datasets_packed;
+  CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Ignore), adjust);
+  const ft::ConfigNode& root = checked.root;
+  const TrainingSettings& settings = checked.settings;
+  resolve_device(root);  // the devices this process sees, which validation does not ask LibTorch for
+  if (inv.command == "data") return show_data(checked.plugins.registry(), root, settings, inv.data);
+  const DistributedEnvironment env = read_distributed_environment();
+  configure_rank_logging(env.rank, env.world_size);
+  if (env.rank == 0) {
+    // A drawn seed is written down, so the effective config repeats the run.
+    if (settings.seed_drawn) checked.doc->root().insert_or_assign("seed", static_cast<std::int64_t>(settings.seed));
+    boost::filesystem::create_directories(settings.output_dir);
+    const std::string effective = root.to_toml();
+    ft::log::info("effective config:\n{}", effective);
+    std::ofstream f(settings.output_dir + "/config.effective.toml");
+    f << effective << "\n";
+  }
+  return run_full_finetune(checked.plugins.registry(), root, settings);
+}
+
+}  // namespace fthost
