@@ -29,8 +29,8 @@ at::Tensor fused_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   const std::int64_t b = q.size(0), h = q.size(1), s = q.size(2), d = q.size(3), kv = k.size(1);
   const at::Tensor grouped = q.reshape({b, kv, (h / kv) * s, d});
   const at::Tensor scores = at::matmul(grouped, k.transpose(-1, -2)).view({b, kv, h / kv, s, s});
-  const at::Tensor probs =
-      ft_kernels::masked_softmax(scores, causal, 1.0 / std::sqrt(static_cast<double>(d))).view({b, kv, (h / kv) * s, s});
+  const at::Tensor probs = ft_kernels::masked_softmax(scores, causal, 1.0 / std::sqrt(static_cast<double>(d)))
+                               .view({b, kv, (h / kv) * s, s});
   return at::matmul(probs, v).view({b, h, s, d});
 }
 
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       sdpa.push_back(seconds_of(false, shape));
       ratios.push_back(sdpa.back() / fused.back());
     }
-    std::printf("%-32s fused %8.2f ms   sdpa %8.2f ms   sdpa / fused: %.2f (median of pair ratios %.2f)\n",
-                shape.name, median(fused) * 1e3, median(sdpa) * 1e3, median(sdpa) / median(fused), median(ratios));
+    std::printf("%-32s fused %8.2f ms   sdpa %8.2f ms   sdpa / fused: %.2f (median of pair ratios %.2f)\n", shape.name,
+                median(fused) * 1e3, median(sdpa) * 1e3, median(sdpa) / median(fused), median(ratios));
   }
 }

@@ -1,7 +1,7 @@
 #include "cli/commands.h"
 
-#include "config/checked_config.h"
 #include "cli/config_commands.h"
+#include "config/checked_config.h"
 #include "plugin_host/plugin_loader.h"
 #include "plugin_host/plugin_manifest.h"
 

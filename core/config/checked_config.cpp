@@ -1,11 +1,11 @@
 #include "config/checked_config.h"
 
-#include "plugin_host/checkpointer_role.h"
 #include "config/config_loader.h"
 #include "config/log_level.h"
 #include "config/recipe_schema.h"
 #include "config/shipped_configs.h"
 #include "config/torchtune_key_rewrites.h"
+#include "plugin_host/checkpointer_role.h"
 
 #include "ft_host/schema_check.h"
 

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "config/invocation.h"
-#include "plugin_host/plugin_loader.h"
 #include "config/training_settings.h"
+#include "plugin_host/plugin_loader.h"
 
 #include "ft_host/config_document.h"
 

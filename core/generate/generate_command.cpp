@@ -3,11 +3,11 @@
 #include "generate/generate_command.h"
 
 #include "generate/generation_setup.h"
-#include "plugin_host/plugin_loader.h"
 #include "generate/prompt_file.h"
-#include "train/thread_settings.h"
 #include "generate/token_generator.h"
 #include "generate/token_sampler.h"
+#include "plugin_host/plugin_loader.h"
+#include "train/thread_settings.h"
 
 #include <ft/errors.h>
 #include <ft/log.h>

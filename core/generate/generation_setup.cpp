@@ -1,8 +1,8 @@
 #include "generate/generation_setup.h"
 
 #include "config/config_loader.h"
-#include "train/device_support.h"
 #include "config/dtype_setting.h"
+#include "train/device_support.h"
 
 #include <ft/checkpointer.h>
 #include <ft/errors.h>

@@ -38,9 +38,9 @@ struct TokenizerTable {
         path_key(std::move(path_key_)),
         merges_path(std::move(merges_path_)) {}
   std::string component;
-  std::string path;              // the tokenizer file, under the key `path_key`
+  std::string path;  // the tokenizer file, under the key `path_key`
   std::string path_key = "path";
-  std::string merges_path;       // Phi-4's merges.txt (key merges_path); empty: none
+  std::string merges_path;  // Phi-4's merges.txt (key merges_path); empty: none
 };
 std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir);
 

@@ -1,8 +1,8 @@
 #include "generate/token_generator.h"
 
-#include <ft/model_kv_cache.h>
 #include <ft/clock.h>
 #include <ft/errors.h>
+#include <ft/model_kv_cache.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

@@ -215,8 +215,7 @@ c10::intrusive_ptr<c10d::Backend> accelerator_group(CollectiveBackend backend,
                                                     const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                     std::chrono::milliseconds timeout) {
   switch (backend) {
-    case CollectiveBackend::none:
-      return {};
+    case CollectiveBackend::none: return {};
     case CollectiveBackend::nccl:
 #if FTHOST_WITH_NCCL
     {
@@ -229,10 +228,10 @@ c10::intrusive_ptr<c10d::Backend> accelerator_group(CollectiveBackend backend,
     }
 #else
       (void)store, (void)rank, (void)size, (void)timeout;
-      throw ft::Error("device = \"cuda\" with several ranks needs NCCL, and this build has none (FTHOST_WITH_CUDA=OFF)");
+      throw ft::Error(
+          "device = \"cuda\" with several ranks needs NCCL, and this build has none (FTHOST_WITH_CUDA=OFF)");
 #endif
-    case CollectiveBackend::gloo:
-      break;
+    case CollectiveBackend::gloo: break;
   }
   throw ft::Error("the CUDA collectives' backend must be NCCL");
 }

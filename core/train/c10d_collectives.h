@@ -5,8 +5,8 @@
 // backend, the operation and its cause, never a hang.
 #pragma once
 
-#include "train/collective_backends.h"
 #include "config/distributed_environment.h"
+#include "train/collective_backends.h"
 
 #include <ft/collectives.h>
 

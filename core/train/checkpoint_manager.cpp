@@ -2,11 +2,11 @@
 
 #include "train/checkpoint_directories.h"
 
-#include <ft/model_tensor_parallelism.h>
 #include <ft/clock.h>
 #include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/model_tensor_parallelism.h>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

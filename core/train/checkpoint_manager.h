@@ -4,8 +4,8 @@
 // Layout and keys: docs/checkpointing.md.
 #pragma once
 
-#include "plugin_host/checkpointer_role.h"
 #include "config/training_settings.h"
+#include "plugin_host/checkpointer_role.h"
 #include "train/training_state.h"
 
 #include <ft/checkpointer.h>

@@ -14,7 +14,7 @@ enum class CollectiveBackend { none, gloo, nccl };
 struct CollectiveBackends {
   CollectiveBackend cpu = CollectiveBackend::gloo;
   CollectiveBackend accelerator = CollectiveBackend::none;  // for the device's tensors, when not the CPU
-  std::string spec;  // torch's spelling: "cpu:gloo" or "cuda:nccl,cpu:gloo"
+  std::string spec;                                         // torch's spelling: "cpu:gloo" or "cuda:nccl,cpu:gloo"
 };
 
 CollectiveBackends collective_backends(c10::DeviceType device);

@@ -38,8 +38,9 @@ c10::Device resolve_device(const ft::ConfigNode& root) {
 
 c10::Device device_for_rank(const ft::ConfigNode& root, const c10::Device& configured, int local_rank) {
   if (!configured.is_cuda()) return configured;
-  const c10::Device device =
-      configured.has_index() ? configured : c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(local_rank));
+  const c10::Device device = configured.has_index()
+                                 ? configured
+                                 : c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(local_rank));
   const auto count = ft::compat::cuda_device_count();
   if (device.index() >= count)
     root.fail("device", "local rank " + std::to_string(local_rank) + " would train on " + device.str() + ", but only " +

@@ -6,10 +6,10 @@
 #include "train/metric_logger_fanout.h"
 #include "train/thread_settings.h"
 
-#include <ft/model_tensor_parallelism.h>
-#include <ft/model_layer_checkpointing.h>
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/model_layer_checkpointing.h>
+#include <ft/model_tensor_parallelism.h>
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
@@ -99,7 +99,8 @@ void FullFinetuneRecipe::setup_process_groups() {
   if (s_.device.is_cpu() && keep_freed_memory_for_reuse().applied)
     ft::log::debug("memory: freed blocks stay in the heap for the next step (no mmap per large block, no trim)");
   s_.device = device_for_rank(root_, s_.device, env_.local_rank);
-  groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout, s_.device.type()) : single_process_groups();
+  groups_ = env_.world_size > 1 ? connect_process_groups(env_, s_.distributed_timeout, s_.device.type())
+                                : single_process_groups();
   if (s_.seed_drawn) {
     // Each rank drew its own; all take rank 0's, the one config.effective.toml records.
     at::Tensor seed = at::full({1}, static_cast<std::int64_t>(s_.seed), at::kLong);
@@ -169,8 +170,7 @@ void FullFinetuneRecipe::apply_tensor_parallel() {
   if (!mesh_.tensor_parallel) return;
   const auto plan = registry_.instantiate<ft::TensorParallelPlan>(root_.table("tensor_parallel_plan"));
   auto* tensor_parallelism = ft::role_of<ft::ModelTensorParallelism>(*model_);
-  if (!tensor_parallelism)
-    throw ft::ConfigError("tensor_parallel_dim: this model does not support tensor parallelism");
+  if (!tensor_parallelism) throw ft::ConfigError("tensor_parallel_dim: this model does not support tensor parallelism");
   try {
     tensor_parallelism->apply_tensor_parallel(plan->modules(), mesh_.tensor_parallel);
   } catch (const ft::ConfigError&) {

@@ -5,15 +5,15 @@
 // the seed.
 #pragma once
 
+#include "config/distributed_environment.h"
+#include "config/training_settings.h"
 #include "train/c10d_collectives.h"
 #include "train/checkpoint_manager.h"
 #include "train/device_mesh.h"
-#include "config/distributed_environment.h"
 #include "train/distributed_sampler.h"
 #include "train/model_flops.h"
 #include "train/optimizer_step_policy.h"
 #include "train/progress_line.h"
-#include "config/training_settings.h"
 #include "train/validation_loop.h"
 
 #include <ft/checkpointer.h>

@@ -10,8 +10,8 @@ ModelFlops::ModelFlops(const ft::Model& model, const c10::Device& device, c10::S
     return;
   }
   peak_ = device_peak_flops(device, dtype);
-  ft::log::info("mfu: peak {:.6f} GFLOP/s ({}); mfu is the model's training FLOPs over it", peak_.flops_per_second / 1e9,
-                peak_.source);
+  ft::log::info("mfu: peak {:.6f} GFLOP/s ({}); mfu is the model's training FLOPs over it",
+                peak_.flops_per_second / 1e9, peak_.source);
 }
 
 ft::Metrics ModelFlops::metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step) {

@@ -1,11 +1,11 @@
 #include "train/training_commands.h"
 
 #include "config/checked_config.h"
+#include "config/distributed_environment.h"
+#include "config/rank_logging.h"
 #include "train/data_command.h"
 #include "train/device_support.h"
-#include "config/distributed_environment.h"
 #include "train/full_finetune_recipe.h"
-#include "config/rank_logging.h"
 
 #include <ft/log.h>
 

@@ -46,9 +46,8 @@ namespace fs = std::filesystem;
 using ft::ValueType;
 
 const std::vector<std::string>& model_types() {
-  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3",  "LLAMA3_2", "QWEN2",     "QWEN2_5",
-                                                 "QWEN3",   "MISTRAL", "GEMMA",    "GEMMA2",    "PHI3_MINI",
-                                                 "PHI4"};
+  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3", "LLAMA3_2", "QWEN2",     "QWEN2_5", "QWEN3",
+                                                 "MISTRAL", "GEMMA",  "GEMMA2",   "PHI3_MINI", "PHI4"};
   return types;
 }
 

@@ -18,14 +18,10 @@ using torch::autograd::variable_list;
 
 launch::ElementType element_type(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kFloat:
-      return launch::ElementType::float32;
-    case at::kBFloat16:
-      return launch::ElementType::bfloat16;
-    case at::kHalf:
-      return launch::ElementType::float16;
-    default:
-      throw ft::Error(std::string("swiglu on CUDA: unsupported dtype ") + c10::toString(t.scalar_type()));
+    case at::kFloat: return launch::ElementType::float32;
+    case at::kBFloat16: return launch::ElementType::bfloat16;
+    case at::kHalf: return launch::ElementType::float16;
+    default: throw ft::Error(std::string("swiglu on CUDA: unsupported dtype ") + c10::toString(t.scalar_type()));
   }
 }
 
@@ -53,8 +49,8 @@ struct SwigluCudaFunction : torch::autograd::Function<SwigluCudaFunction> {
     const c10::cuda::CUDAGuard device(gate.device());
     at::Tensor grad_gate = at::empty_like(gate), grad_up = at::empty_like(up);
     launch::swiglu_backward(grad_out.const_data_ptr(), gate.const_data_ptr(), up.const_data_ptr(),
-                            grad_gate.mutable_data_ptr(), grad_up.mutable_data_ptr(), gate.numel(),
-                            element_type(gate), c10::cuda::getCurrentCUDAStream());
+                            grad_gate.mutable_data_ptr(), grad_up.mutable_data_ptr(), gate.numel(), element_type(gate),
+                            c10::cuda::getCurrentCUDAStream());
     check_launch("swiglu backward kernel");
     return {grad_gate, grad_up};
   }

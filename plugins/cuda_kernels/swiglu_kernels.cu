@@ -15,11 +15,17 @@ __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 template <class T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16(x);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half(x);
+}
 
 template <class T>
 __global__ void swiglu_forward_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out,
@@ -57,12 +63,9 @@ unsigned blocks_for(std::int64_t n) {
 template <class Fn>
 void with_type(ElementType type, Fn&& fn) {
   switch (type) {
-    case ElementType::float32:
-      return fn(float{});
-    case ElementType::bfloat16:
-      return fn(__nv_bfloat16{});
-    case ElementType::float16:
-      return fn(__half{});
+    case ElementType::float32: return fn(float{});
+    case ElementType::bfloat16: return fn(__nv_bfloat16{});
+    case ElementType::float16: return fn(__half{});
   }
 }
 
@@ -73,8 +76,8 @@ void swiglu_forward(const void* gate, const void* up, void* out, std::int64_t n,
   if (n == 0) return;
   with_type(type, [&](auto tag) {
     using T = decltype(tag);
-    swiglu_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(gate),
-                                                                    static_cast<const T*>(up), static_cast<T*>(out), n);
+    swiglu_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<T*>(out), n);
   });
 }
 

@@ -17,9 +17,8 @@ void add_source_keys(ft::Schema& s, const std::string& default_source) {
 }
 
 void add_packing_keys(ft::Schema& s) {
-  s.optional(
-      "packed", ft::ValueType::Bool, "false",
-      "pack samples into the tokenizer's max_seq_len (collated by torchtune.data.padded_collate_packed)");
+  s.optional("packed", ft::ValueType::Bool, "false",
+             "pack samples into the tokenizer's max_seq_len (collated by torchtune.data.padded_collate_packed)");
 }
 
 std::unique_ptr<ft::Dataset> maybe_pack(std::unique_ptr<ft::Dataset> dataset, const ft::ConfigNode& cfg,

@@ -87,7 +87,8 @@ ft::nn::MlpActivation activation_from(const ConfigJsonReader& json, const std::s
   if (gemma && (act == "gelu_pytorch_tanh" || (key == "hidden_act" && act == "gelu")))
     return ft::nn::MlpActivation::GeluTanh;
   if (!gemma && act == "silu") return ft::nn::MlpActivation::SiLU;
-  json.fail(key, "\"" + act + "\" is not supported for " + family + " (" + (gemma ? "gelu_pytorch_tanh" : "silu") + ")");
+  json.fail(key,
+            "\"" + act + "\" is not supported for " + family + " (" + (gemma ? "gelu_pytorch_tanh" : "silu") + ")");
 }
 
 DecoderConfig decoder_config_from(const ConfigJsonReader& json) {
@@ -96,8 +97,8 @@ DecoderConfig decoder_config_from(const ConfigJsonReader& json) {
   c.family = model_type;
   if (model_type != "llama" && model_type != "mistral" && model_type != "qwen2" && model_type != "qwen3" &&
       model_type != "gemma" && model_type != "gemma2" && model_type != "phi3")
-    json.fail("model_type", "\"" + model_type + "\": " + unsupported_architecture(model_type) + " (supported: " +
-                                kSupported + ")");
+    json.fail("model_type",
+              "\"" + model_type + "\": " + unsupported_architecture(model_type) + " (supported: " + kSupported + ")");
   const bool gemma = model_type == "gemma" || model_type == "gemma2";
   c.activation = activation_from(json, model_type);
   if (json.boolean("mlp_bias", false)) json.fail("mlp_bias", "MLP biases are not supported");

@@ -94,8 +94,8 @@ void register_model_builders(ft::Registry& reg) {
                        if (c.intermediate_dim == 0) c.intermediate_dim = ft::nn::scale_hidden_dim_for_mlp(c.embed_dim);
                        if (auto factor = cfg.get_optional<double>("scale_factor")) {
                          c.rope_scaling = ft::nn::Llama3RopeScaling{*factor, cfg.get<double>("low_freq_factor"),
-                                                            cfg.get<double>("high_freq_factor"),
-                                                            cfg.get<std::int64_t>("old_context_len")};
+                                                                    cfg.get<double>("high_freq_factor"),
+                                                                    cfg.get<std::int64_t>("old_context_len")};
                        }
                        return build_checked(cfg, c, args);
                      });
@@ -133,8 +133,9 @@ void register_model_builders(ft::Registry& reg) {
                        c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
                        const bool q_bias = cfg.get<bool>("q_proj_bias");
                        if (cfg.get<bool>("k_proj_bias") != q_bias || cfg.get<bool>("v_proj_bias") != q_bias)
-                         cfg.fail("k_proj_bias", "q_proj_bias, k_proj_bias and v_proj_bias must be equal (fthost's "
-                                                 "attention has biases on all three projections or none)");
+                         cfg.fail("k_proj_bias",
+                                  "q_proj_bias, k_proj_bias and v_proj_bias must be equal (fthost's "
+                                  "attention has biases on all three projections or none)");
                        c.qkv_bias = q_bias;
                        c.qk_norm = cfg.get<bool>("q_norm");
                        if (cfg.get<bool>("k_norm") != c.qk_norm)
@@ -153,13 +154,13 @@ void register_model_builders(ft::Registry& reg) {
     const std::string summary = std::string(family) == "mistral"
                                     ? "Mistral decoder of any size (grouped-query attention, optional sliding window)"
                                     : "Phi-3 / Phi-4 decoder of any size (fused q/k/v and gate/up in its checkpoints)";
-    reg.add<ft::Model>(name, schema, summary, [family = std::string(family)](const ft::ConfigNode& cfg,
-                                                                             ft::Model::Args args) {
-      DecoderConfig c = common_config(cfg, family);
-      c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
-      c.sliding_window = cfg.get<std::int64_t>("sliding_window");
-      return build_checked(cfg, c, args);
-    });
+    reg.add<ft::Model>(name, schema, summary,
+                       [family = std::string(family)](const ft::ConfigNode& cfg, ft::Model::Args args) {
+                         DecoderConfig c = common_config(cfg, family);
+                         c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
+                         c.sliding_window = cfg.get<std::int64_t>("sliding_window");
+                         return build_checked(cfg, c, args);
+                       });
   }
 
   // Gemma and Gemma 2: head_dim is required, the output is always tied to the embedding.
@@ -216,8 +217,7 @@ void register_model_builders(ft::Registry& reg) {
                        c.final_logit_softcap = cfg.get<double>("final_capping_value");
                        c.sliding_window = cfg.get<std::int64_t>("sliding_window_size");
                        c.sliding_window_layers = SlidingWindowLayers::EvenIndexed;
-                       c.query_pre_attn_scalar =
-                           static_cast<double>(cfg.get<std::int64_t>("query_pre_attn_scalar", 0));
+                       c.query_pre_attn_scalar = static_cast<double>(cfg.get<std::int64_t>("query_pre_attn_scalar", 0));
                        return build_checked(cfg, c, args);
                      });
 

@@ -244,7 +244,8 @@ class AdamOptimizer final : public SinglePassOptimizer<AdamState, ftoptim::AdamH
     }
     AdamState& st = *state_[i];
     if (hyper_.amsgrad && !st.max_exp_avg_sq.defined())
-      throw ft::Error("optimizer state \"" + prefix(i) + "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
+      throw ft::Error("optimizer state \"" + prefix(i) +
+                      "max_exp_avg_sq\" is missing: the state was saved without amsgrad");
     return st;
   }
 };
@@ -306,9 +307,9 @@ std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {
 // Recorded so a user sees which kernel steps the parameters, and that `foreach` changes nothing.
 template <class Optimizer>
 std::unique_ptr<ft::Optimizer> logged(const ft::ConfigNode& cfg, std::unique_ptr<Optimizer> optimizer) {
-  ft::log::info("{}: {}{}", cfg.path(), optimizer->implementation(),
-                cfg.get<bool>("foreach") ? " (foreach=true asks for torch's unfused multi-tensor form, which does not run)"
-                                         : "");
+  ft::log::info(
+      "{}: {}{}", cfg.path(), optimizer->implementation(),
+      cfg.get<bool>("foreach") ? " (foreach=true asks for torch's unfused multi-tensor form, which does not run)" : "");
   return optimizer;
 }
 
@@ -348,12 +349,12 @@ void register_components(ft::Registry& reg) {
         return logged(cfg, std::make_unique<AdamOptimizer>(std::move(args.params), adam_hyperparameters(cfg, true),
                                                            cfg.get<bool>("fused")));
       });
-  reg.add<ft::Optimizer>("torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
-                         [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
-                           return logged(cfg, std::make_unique<AdamOptimizer>(std::move(args.params),
-                                                                              adam_hyperparameters(cfg, false),
-                                                                              cfg.get<bool>("fused")));
-                         });
+  reg.add<ft::Optimizer>(
+      "torch.optim.Adam", adam_schema("0.0"), "Adam with L2 weight decay (torch.optim.Adam)",
+      [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
+        return logged(cfg, std::make_unique<AdamOptimizer>(std::move(args.params), adam_hyperparameters(cfg, false),
+                                                           cfg.get<bool>("fused")));
+      });
   ft::Schema sgd;
   sgd.required("lr", ValueType::Float, "learning rate")
       .optional("momentum", ValueType::Float, "0.0", "momentum factor")
@@ -372,8 +373,8 @@ void register_components(ft::Registry& reg) {
                            h.nesterov = cfg.get<bool>("nesterov");
                            if (h.nesterov && (h.momentum <= 0 || h.dampening != 0))
                              cfg.fail("nesterov", "requires momentum > 0 and dampening = 0");
-                           return logged(cfg, std::make_unique<SgdOptimizer>(std::move(args.params), h,
-                                                                             cfg.get<bool>("fused")));
+                           return logged(
+                               cfg, std::make_unique<SgdOptimizer>(std::move(args.params), h, cfg.get<bool>("fused")));
                          });
 }
 

@@ -11,10 +11,10 @@
 #include "parallelism_components.h"
 #include "tensor_parallel_norm.h"
 
-#include <ft/model_sharding.h>
 #include <ft/errors.h>
 #include <ft/gradient_math.h>
 #include <ft/log.h>
+#include <ft/model_sharding.h>
 #include <ft/parallelism.h>
 
 #include <ATen/ATen.h>

@@ -25,11 +25,11 @@
 #include "parallelism_components.h"
 #include "tensor_parallel_norm.h"
 
-#include <ft/model_sharding.h>
 #include <ft/config.h>
 #include <ft/errors.h>
 #include <ft/gradient_math.h>
 #include <ft/log.h>
+#include <ft/model_sharding.h>
 #include <ft/parallelism.h>
 #include <ft/torch_compat.h>
 
@@ -52,7 +52,7 @@ struct ShardedUnit {
   at::Tensor shard;  // [shard_numel], this rank's slice: the tensor the optimizer steps
   bool backward_needs_parameters = true;
   bool used_after_layers = false;
-  bool gathered = false;  // `full` has storage: the gather is done or `gathering`
+  bool gathered = false;                             // `full` has storage: the gather is done or `gathering`
   std::unique_ptr<ft::PendingCollective> gathering;  // a prefetch still in flight
   bool gradients_pending = false;
   // Tensor parallelism: where each parameter lies in `full` and whether it is a tensor-parallel
@@ -464,8 +464,9 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
   options.prefetch = cfg.has("prefetch") ? cfg.get<bool>("prefetch") : !args.device.is_cpu();
   if (args.world->rank() == 0)
     ft::log::info("fsdp: prefetch {}{}", options.prefetch ? "on" : "off",
-                  cfg.has("prefetch") ? "" : args.device.is_cpu() ? " (the default on a CPU; parallelism.prefetch = true turns it on)"
-                                                                 : " (the default on an accelerator)");
+                  cfg.has("prefetch")    ? ""
+                  : args.device.is_cpu() ? " (the default on a CPU; parallelism.prefetch = true turns it on)"
+                                         : " (the default on an accelerator)");
   options.custom_sharded_layers = cfg.get<std::vector<std::string>>("custom_sharded_layers");
   if (options.cpu_offload && args.world->rank() == 0) {
     if (args.device.is_cpu())

@@ -82,7 +82,8 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
     t.total_us += static_cast<std::uint64_t>(ft::compat::event_duration_us(e));
     t.flops += e.flops();
   }
-  const bool any_flops = std::any_of(by_name.begin(), by_name.end(), [](const auto& row) { return row.second.flops > 0; });
+  const bool any_flops =
+      std::any_of(by_name.begin(), by_name.end(), [](const auto& row) { return row.second.flops > 0; });
   std::vector<std::pair<std::string, Totals>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });

@@ -4,8 +4,8 @@
 //
 // Every problem in a user's config must surface as ft::Error (the host prints it as a user-facing
 // message); any other exception, a crash or a sanitizer report is a bug.
-#include "config/config_loader.h"
 #include <ft/errors.h>
+#include "config/config_loader.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Config inputs the config fuzzer crashed on, with the behaviour they must have instead.
-#include "config/config_loader.h"
 #include <ft/errors.h>
 #include <gtest/gtest.h>
+#include "config/config_loader.h"
 
 #include <string>
 #include <vector>

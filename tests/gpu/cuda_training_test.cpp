@@ -43,10 +43,14 @@ TEST_P(CudaBf16, LossIsFiniteAndFalls) {
   const std::string out = fttest::temp_dir();
   const auto r = fttest::run_fthost(c.launcher + " --config " + std::string(FT_SOURCE_DIR) +
                                     "/configs/tiny_demo.toml device=cuda dtype=bf16 epochs=1 max_steps_per_epoch=64 "
-                                    "output_dir=" + out +
+                                    "output_dir=" +
+                                    out +
                                     " metric_logger._component_=torchtune.training.metric_logging.DiskLogger"
-                                    " metric_logger.log_dir=" + out + "/logs metric_logger.filename=metrics.jsonl"
-                                    " metric_logger.output_fmt=jsonl log_every_n_steps=1 " + c.overrides);
+                                    " metric_logger.log_dir=" +
+                                    out +
+                                    "/logs metric_logger.filename=metrics.jsonl"
+                                    " metric_logger.output_fmt=jsonl log_every_n_steps=1 " +
+                                    c.overrides);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<double> losses;
   for (const json& row : read_jsonl(out + "/logs/metrics.jsonl"))
@@ -63,15 +67,13 @@ TEST_P(CudaBf16, LossIsFiniteAndFalls) {
 
 INSTANTIATE_TEST_SUITE_P(
     Features, CudaBf16,
-    ::testing::Values(
-        Bf16Run{"plain", "", ""},
-        Bf16Run{"fused_adamw", "", "optimizer.fused=true"},
-        Bf16Run{"activation_checkpointing", "", "enable_activation_checkpointing=true"},
-        Bf16Run{"activation_offloading", "",
-                "enable_activation_checkpointing=true enable_activation_offloading=true"},
-        Bf16Run{"optimizer_in_backward", "", "optimizer_in_bwd=true"},
-        Bf16Run{"fsdp_cpu_offload_one_rank", "--nproc-per-node 1",
-                "parallelism._component_=fthost.parallelism.fsdp fsdp_cpu_offload=true"}),
+    ::testing::Values(Bf16Run{"plain", "", ""}, Bf16Run{"fused_adamw", "", "optimizer.fused=true"},
+                      Bf16Run{"activation_checkpointing", "", "enable_activation_checkpointing=true"},
+                      Bf16Run{"activation_offloading", "",
+                              "enable_activation_checkpointing=true enable_activation_offloading=true"},
+                      Bf16Run{"optimizer_in_backward", "", "optimizer_in_bwd=true"},
+                      Bf16Run{"fsdp_cpu_offload_one_rank", "--nproc-per-node 1",
+                              "parallelism._component_=fthost.parallelism.fsdp fsdp_cpu_offload=true"}),
     [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace

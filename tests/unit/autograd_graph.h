@@ -11,8 +11,7 @@
 namespace fttest {
 
 // Every node reachable from `root`, counted once; their names go to `names` when given.
-inline std::size_t graph_size(const ft::compat::AutogradNodePtr& root,
-                              std::set<std::string>* names = nullptr) {
+inline std::size_t graph_size(const ft::compat::AutogradNodePtr& root, std::set<std::string>* names = nullptr) {
   std::set<torch::autograd::Node*> seen;
   std::vector<torch::autograd::Node*> todo{root.get()};
   while (!todo.empty()) {

@@ -36,8 +36,8 @@ class Bf16AcrossRanks : public ::testing::TestWithParam<Bf16Case> {};
 TEST_P(Bf16AcrossRanks, TrainsAsOneRankDoes) {
   const Bf16Case& c = GetParam();
   const std::string single_out = fttest::temp_dir();
-  const auto single = fttest::run_fthost("--config " + fttest::write_temp("run.toml", config_for(kCase, kLoss, single_out)) +
-                                         " dtype=bf16");
+  const auto single = fttest::run_fthost(
+      "--config " + fttest::write_temp("run.toml", config_for(kCase, kLoss, single_out)) + " dtype=bf16");
   ASSERT_EQ(single.exit_code, 0) << single.output;
 
   const std::string out = fttest::temp_dir();

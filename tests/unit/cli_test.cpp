@@ -209,8 +209,8 @@ TEST(Seed, UnsetSeedIsDrawnLoggedAndRepeatable) {
   auto train = [&](const std::string& seed_arg) {
     Run r;
     r.dir = fttest::temp_dir() + "/seed_run_" + std::to_string(runs++);
-    r.result = run("--config " + kDemo + " " + seed_arg + " output_dir=" + r.dir + " dataset.source=" +
-                   FT_SOURCE_DIR + "/configs/demo/sort_tokens.jsonl" +
+    r.result = run("--config " + kDemo + " " + seed_arg + " output_dir=" + r.dir + " dataset.source=" + FT_SOURCE_DIR +
+                   "/configs/demo/sort_tokens.jsonl" +
                    " epochs=1 max_steps_per_epoch=3 log_every_n_steps=1 ~lr_scheduler metric_logger._component_=" +
                    "torchtune.training.metric_logging.DiskLogger metric_logger.log_dir='${output_dir}/logs' "
                    "metric_logger.output_fmt=jsonl");
@@ -231,9 +231,11 @@ TEST(Seed, UnsetSeedIsDrawnLoggedAndRepeatable) {
   EXPECT_EQ(logged[1].str(), logged[2].str());
   const std::string seed = logged[1].str();
   EXPECT_NE(fttest::read_file(first.dir + "/config.effective.toml").find("\nseed = " + seed + "\n"), std::string::npos);
-  EXPECT_EQ(std::to_string(fthost::read_manifest(fthost::manifest_path_in(first.dir + "/epoch_0")).progress.seed), seed);
+  EXPECT_EQ(std::to_string(fthost::read_manifest(fthost::manifest_path_in(first.dir + "/epoch_0")).progress.seed),
+            seed);
   // Resumed with the seed still unset, the run keeps the checkpoint's seed: no new draw, no warning.
-  const auto resumed = run("--config " + first.dir + "/config.effective.toml ~seed epochs=2 resume_from_checkpoint=true");
+  const auto resumed =
+      run("--config " + first.dir + "/config.effective.toml ~seed epochs=2 resume_from_checkpoint=true");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(resumed.output.find("drawn at random"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("config seed"), std::string::npos) << resumed.output;

@@ -31,8 +31,8 @@ TEST(CollectiveBackends, OtherDevicesAreRefused) {
 TEST(CollectiveBackends, LaunchedCpuRanksConnectOverGloo) {
   const std::string out = fttest::temp_dir();
   const std::string config = fttest::write_temp(
-      "run.toml", fttest::golden::config_for("llama3_untied_ga2", "torchtune.modules.loss.CEWithChunkedOutputLoss", out,
-                                             2, 1));
+      "run.toml",
+      fttest::golden::config_for("llama3_untied_ga2", "torchtune.modules.loss.CEWithChunkedOutputLoss", out, 2, 1));
   const auto r = fttest::run_fthost("--nproc-per-node 2 --config " + config + " max_steps_per_epoch=1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 0/2: connected to 127.0.0.1:"), std::string::npos) << r.output;

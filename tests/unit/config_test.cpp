@@ -120,9 +120,9 @@ TEST(Interpolation, EnvironmentVariablesWithAndWithoutDefault) {
   EXPECT_EQ(root.get<std::string>("quoted"), "a b");
   EXPECT_EQ(root.get<std::string>("set_wins"), "/scratch/me");
   EXPECT_EQ(root.get<std::string>("number"), "8");  // oc.env returns a string, default included
-  EXPECT_FALSE(root.has("left_out"));                 // a null default: OmegaConf's None
-  auto unset = basename_errors(
-      error_of<ft::ConfigError>([&] { load("[m]\nd = \"${oc.env:FTHOST_TEST_ENV_UNSET}/x\"\n"); }));
+  EXPECT_FALSE(root.has("left_out"));               // a null default: OmegaConf's None
+  auto unset =
+      basename_errors(error_of<ft::ConfigError>([&] { load("[m]\nd = \"${oc.env:FTHOST_TEST_ENV_UNSET}/x\"\n"); }));
   EXPECT_EQ(unset,
             "run.toml: m.d: ${oc.env:FTHOST_TEST_ENV_UNSET}: environment variable 'FTHOST_TEST_ENV_UNSET' is not set "
             "and no default is given");

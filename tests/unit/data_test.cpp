@@ -1,8 +1,8 @@
 // Data pipeline: the sampler reproduces torchtune's data order (golden order files computed by
 // torchtune's recipe), the pre-tokenized dataset reads the golden data, padded_collate_sft pads.
 #include "builtin_plugins.h"
-#include "train/distributed_sampler.h"
 #include "test_helpers.h"
+#include "train/distributed_sampler.h"
 
 #include <ft/collate.h>
 #include <ft/dataset.h>

@@ -3,8 +3,8 @@
 // one), and deleting by hiding first. The renames are injected to fail single steps, and to
 // "crash" between any two: a copy of the directory taken there, cleaned up as the next run's
 // start does (remove_interrupted_checkpoints), must still hold a complete checkpoint.
-#include "train/checkpoint_directories.h"
 #include "test_helpers.h"
+#include "train/checkpoint_directories.h"
 
 #include <ft/durable_files.h>
 #include <ft/errors.h>

@@ -71,31 +71,31 @@ const std::string kTp2 = "tensor_parallel_dim=2 tensor_parallel_plan._component_
 // FSDP: the cases' 2 x 2 samples per step as 2 ranks x 2 (qwen3_untied: 2 ranks x 1). Tensor
 // parallelism: both ranks read the case's own batches. Gemma's single key/value head cannot be
 // split (torchtune has no tensor-parallel plan for Gemma either).
-INSTANTIATE_TEST_SUITE_P(
-    Families, FamilyLayout,
-    ::testing::Values(LayoutCase{"fsdp_qwen3_tied", "qwen3_tied_ga2_clip", kChunked, 2, 1, ""},
-                      LayoutCase{"fsdp_qwen3_untied", "qwen3_untied", kChunked, 1, 1, ""},
-                      LayoutCase{"fsdp_gemma", "gemma_tied_ga2_clip", kChunked, 2, 1, ""},
-                      LayoutCase{"fsdp_gemma2_linear", "gemma2_ga2_clip", kLinear, 2, 1, ""},
-                      LayoutCase{"fsdp_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 2, 1, ""},
-                      LayoutCase{"fsdp_phi3", "phi3_untied_ga2_clip", kChunked, 2, 1, ""},
-                      LayoutCase{"tp2_qwen3", "qwen3_tied_ga2_clip", kChunked, 0, 0,
-                                 kTp2 + "torchtune.models.qwen3.tp_plan"},
-                      LayoutCase{"tp2_gemma2_linear", "gemma2_ga2_clip", kLinear, 0, 0,
-                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                      LayoutCase{"tp2_gemma2_chunked", "gemma2_ga2_clip", kChunked, 0, 0,
-                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                      LayoutCase{"tp2_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 0, 0,
-                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                      LayoutCase{"tp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0,
-                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"}),
-    [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Families, FamilyLayout,
+                         ::testing::Values(LayoutCase{"fsdp_qwen3_tied", "qwen3_tied_ga2_clip", kChunked, 2, 1, ""},
+                                           LayoutCase{"fsdp_qwen3_untied", "qwen3_untied", kChunked, 1, 1, ""},
+                                           LayoutCase{"fsdp_gemma", "gemma_tied_ga2_clip", kChunked, 2, 1, ""},
+                                           LayoutCase{"fsdp_gemma2_linear", "gemma2_ga2_clip", kLinear, 2, 1, ""},
+                                           LayoutCase{"fsdp_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 2,
+                                                      1, ""},
+                                           LayoutCase{"fsdp_phi3", "phi3_untied_ga2_clip", kChunked, 2, 1, ""},
+                                           LayoutCase{"tp2_qwen3", "qwen3_tied_ga2_clip", kChunked, 0, 0,
+                                                      kTp2 + "torchtune.models.qwen3.tp_plan"},
+                                           LayoutCase{"tp2_gemma2_linear", "gemma2_ga2_clip", kLinear, 0, 0,
+                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                                           LayoutCase{"tp2_gemma2_chunked", "gemma2_ga2_clip", kChunked, 0, 0,
+                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                                           LayoutCase{"tp2_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 0, 0,
+                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                                           LayoutCase{"tp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0,
+                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"}),
+                         [](const auto& param_info) { return param_info.param.name; });
 
 // A saved Phi-3 checkpoint fuses q/k/v and gate/up again, as Hugging Face stores them.
 TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {
   const std::string out = fttest::temp_dir();
-  const auto r = fttest::run_fthost(
-      "--config " + fttest::write_temp("run.toml", config_for("phi3_untied_ga2_clip", kChunked, out)));
+  const auto r = fttest::run_fthost("--config " +
+                                    fttest::write_temp("run.toml", config_for("phi3_untied_ga2_clip", kChunked, out)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto saved = read_saved_model(out + "/epoch_0");
   EXPECT_TRUE(saved.count("model.layers.0.self_attn.qkv_proj.weight"));
@@ -110,8 +110,7 @@ TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {
 TEST(FamilyScope, MultimodalAndMixtureOfExpertsBuildersAreRefusedAsSuch) {
   const std::string out = fttest::temp_dir();
   const std::string base = config_for("qwen3_untied", kChunked, out);
-  for (const auto& [component, reason] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [component, reason] : std::vector<std::pair<std::string, std::string>>{
            {"torchtune.models.llama3_2_vision.llama3_2_vision_11b", "multimodal model"},
            {"torchtune.models.llama4.llama4_scout_17b_16e", "mixture-of-experts model"}}) {
     const auto r = fttest::run_fthost("validate --config " + fttest::write_temp("run.toml", base) +

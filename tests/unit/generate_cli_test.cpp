@@ -5,8 +5,8 @@
 // answer from the demo model's random initialisation.
 #include "builtin_plugins.h"
 #include "generate/generation_setup.h"
-#include "golden_cases.h"
 #include "generate/token_generator.h"
+#include "golden_cases.h"
 
 #include <ft/checkpointer.h>
 #include <ft/tokenizer.h>
@@ -189,12 +189,19 @@ TEST(GenerateCli, TheNewerFamiliesTokenizersByModelType) {
     std::string component, file;
   };
   for (const Expected& e : std::vector<Expected>{
-           {"gemma", {"tokenizer.model", "tokenizer.json"}, "torchtune.models.gemma.gemma_tokenizer", "tokenizer.model"},
+           {"gemma",
+            {"tokenizer.model", "tokenizer.json"},
+            "torchtune.models.gemma.gemma_tokenizer",
+            "tokenizer.model"},
            {"gemma2", {"tokenizer.model"}, "torchtune.models.gemma.gemma_tokenizer", "tokenizer.model"},
            {"mistral", {"tokenizer.json"}, "torchtune.models.mistral.mistral_tokenizer", "tokenizer.json"},
-           {"phi3", {"tokenizer.model", "tokenizer.json"}, "torchtune.models.phi3.phi3_mini_tokenizer",
+           {"phi3",
+            {"tokenizer.model", "tokenizer.json"},
+            "torchtune.models.phi3.phi3_mini_tokenizer",
             "tokenizer.model"},
-           {"phi3", {"vocab.json", "merges.txt", "tokenizer.json"}, "torchtune.models.phi4.phi4_tokenizer",
+           {"phi3",
+            {"vocab.json", "merges.txt", "tokenizer.json"},
+            "torchtune.models.phi4.phi4_tokenizer",
             "vocab.json"},
            {"qwen3", {"tokenizer.json"}, "torchtune.models.qwen3.qwen3_tokenizer", "tokenizer.json"}}) {
     const std::string dir = directory(e.model_type, e.files);

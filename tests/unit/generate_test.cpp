@@ -5,8 +5,8 @@
 // (initial.json); seeded sampling repeats; stop tokens end the answer.
 #include "builtin_plugins.h"
 #include "generate/generation_setup.h"
-#include "golden_cases.h"
 #include "generate/token_generator.h"
+#include "golden_cases.h"
 
 #include <ft/model.h>
 #include <ft/model_kv_cache.h>
@@ -155,7 +155,9 @@ TEST(KvCache, RefusesWhatItCannotDoAndLeavesTheTrainingForwardUntouched) {
   full.tokens = torch::tensor(head(sample_tokens("llama3_untied_ga2", 0), 16)).view({1, 16});
   const torch::Tensor before = c.model->forward(full).logits.at(0);
 
-  EXPECT_NE(fttest::error_of<ft::Error>([&] { ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, 257); }).find("exceeds max_seq_len 256"),
+  EXPECT_NE(fttest::error_of<ft::Error>([&] {
+              ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, 257);
+            }).find("exceeds max_seq_len 256"),
             std::string::npos);
   ft::role_of<ft::ModelKvCache>(*c.model)->setup_caches(1, 8);
   EXPECT_NE(fttest::error_of<ft::Error>([&] { c.model->forward(full); }).find("needs input_pos"), std::string::npos);

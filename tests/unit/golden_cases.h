@@ -15,8 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,8 +43,8 @@ inline json read_json(const std::string& path) {
 // the generation holds exactly these). Fixed here because test parameters are listed before the
 // ctest fixture generates anything.
 inline std::vector<std::string> family_case_names() {
-  return {"qwen3_tied_ga2_clip",      "qwen3_untied",         "gemma_tied_ga2_clip",
-          "gemma2_ga2_clip",          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip"};
+  return {"qwen3_tied_ga2_clip",      "qwen3_untied",        "gemma_tied_ga2_clip", "gemma2_ga2_clip",
+          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip"};
 }
 
 // The directory holding a case: the shared fixtures' or the generated families'.
@@ -56,7 +56,8 @@ inline std::string golden_dir_of(const std::string& case_name) {
 inline json case_of(const std::string& case_name) {
   const std::string dir = golden_dir_of(case_name);
   if (dir != golden_dir() && !boost::filesystem::exists(dir + "/.complete"))
-    throw std::runtime_error(dir + " holds no complete generation of the family goldens (the ctest fixture "
+    throw std::runtime_error(dir +
+                             " holds no complete generation of the family goldens (the ctest fixture "
                              "family_goldens makes it with tests/golden/make_family_goldens.py)");
   return read_json(dir + "/cases.json").at(case_name);
 }
@@ -68,7 +69,7 @@ inline std::string fixture_of(const std::string& case_name) {
 // The HF checkpointer's model_type for a fixture's config.json model_type.
 inline std::string checkpointer_model_type(const std::string& hf_model_type) {
   static const std::map<std::string, std::string> types = {
-      {"llama", "LLAMA3"}, {"qwen2", "QWEN2"},   {"qwen3", "QWEN3"},    {"gemma", "GEMMA"},
+      {"llama", "LLAMA3"},  {"qwen2", "QWEN2"},     {"qwen3", "QWEN3"},   {"gemma", "GEMMA"},
       {"gemma2", "GEMMA2"}, {"mistral", "MISTRAL"}, {"phi3", "PHI3_MINI"}};
   return types.at(hf_model_type);
 }

@@ -61,8 +61,10 @@ TEST(ModelFlops, LoggedFlopsFollowTheModelShapeAndMfuIsAFraction) {
 
   // The peak: measured at start on a CPU; raised (with a warning naming the step) when a step beat
   // it, since a busy machine can only have slowed the measurement.
-  const std::regex start_peak(R"(mfu: peak ([0-9.]+) GFLOP/s \(measured: the fastest of 8 dense Float matmuls on cpu\))");
-  const std::regex raised_peak(R"(mfu: step ([0-9]+) achieved [0-9.]+ GFLOP/s, above the measured peak \([0-9.]+\); .* the peak is now ([0-9.]+) GFLOP/s)");
+  const std::regex start_peak(
+      R"(mfu: peak ([0-9.]+) GFLOP/s \(measured: the fastest of 8 dense Float matmuls on cpu\))");
+  const std::regex raised_peak(
+      R"(mfu: step ([0-9]+) achieved [0-9.]+ GFLOP/s, above the measured peak \([0-9.]+\); .* the peak is now ([0-9.]+) GFLOP/s)");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(result.output, match, start_peak)) << result.output;
   std::map<int, double> peak_from_step{{1, std::stod(match[1]) * 1e9}};

@@ -20,7 +20,6 @@ namespace {
 
 using namespace fttest::golden;
 
-
 class GoldenTrajectory : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(GoldenTrajectory, MatchesTorchtune) {

@@ -123,8 +123,9 @@ TEST(YamlConfig, EnvironmentInterpolation) {
   EXPECT_EQ(root.table("checkpointer").get<std::string>("dir"), "/ckpt");
   auto msg = from_file_name(
       error_of<ft::ConfigError>([&] { load_yaml("seed: 0\nrun:\n  dir: ${oc.env:FTHOST_TEST_YAML_UNSET}\n"); }));
-  EXPECT_NE(msg.find("run.dir: ${oc.env:FTHOST_TEST_YAML_UNSET}: environment variable 'FTHOST_TEST_YAML_UNSET' is not set"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("run.dir: ${oc.env:FTHOST_TEST_YAML_UNSET}: environment variable 'FTHOST_TEST_YAML_UNSET' is not set"),
+      std::string::npos)
       << msg;
   ::unsetenv("FTHOST_TEST_YAML_HOME");
 }

@@ -10,9 +10,9 @@
 //            the group in forward (reduce_from_tensor_parallel).
 //
 // A plan (`tensor_parallel_plan._component_`) is data: module patterns and their styles. The
-// model applies it (ft::ModelTensorParallelism::apply_tensor_parallel, a model role). Loss parallel: the output projection's
-// logits stay sharded over the vocabulary and the losses compute the cross-entropy from them
-// without gathering (vocab_parallel_cross_entropy_sum).
+// model applies it (ft::ModelTensorParallelism::apply_tensor_parallel, a model role). Loss parallel: the output
+// projection's logits stay sharded over the vocabulary and the losses compute the cross-entropy from them without
+// gathering (vocab_parallel_cross_entropy_sum).
 #pragma once
 
 #include <ft/collectives.h>

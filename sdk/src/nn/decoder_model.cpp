@@ -187,7 +187,7 @@ std::vector<std::string> DecoderModel::shard_separately(const std::vector<std::s
 }
 
 void DecoderModel::apply_tensor_parallel(const std::vector<ft::ModuleParallelism>& plan,
-                                             const std::shared_ptr<ft::Collectives>& group) {
+                                         const std::shared_ptr<ft::Collectives>& group) {
   if (tensor_parallel_) throw ft::Error("tensor parallelism is already applied to this model");
   tensor_parallel_ = split_decoder(*decoder_, plan, group);
 }

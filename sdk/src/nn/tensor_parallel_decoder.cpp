@@ -92,7 +92,7 @@ std::map<std::string, ParallelStyle> resolve_plan(const std::vector<Module>& mod
       if (!accepted || *accepted != entry.style)
         throw ft::Error("plan entry " + entry_text(entry) + " would split " + m.path + " " +
                         std::string(ft::parallel_style_name(entry.style)) + ", which this model cannot do" +
-                        (accepted                      ? " (it accepts " + std::string(ft::parallel_style_name(*accepted)) + " there)"
+                        (accepted ? " (it accepts " + std::string(ft::parallel_style_name(*accepted)) + " there)"
                          : m.role == Role::Replicated ? " (it is whole on every rank: it normalises each local head)"
                                                       : " (it is a container: name the modules inside it)") +
                         "; " + kLayout);

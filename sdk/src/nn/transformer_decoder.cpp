@@ -35,8 +35,9 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
                                        : at::embedding(tok_embeddings, tokens);
   if (config.scale_embeddings) {
     // Gemma multiplies by sqrt(dim) as a tensor of the hidden dtype: the factor is rounded first.
-    const double normalizer =
-        at::scalar_tensor(std::sqrt(static_cast<double>(config.embed_dim)), at::kDouble).to(h.scalar_type()).item<double>();
+    const double normalizer = at::scalar_tensor(std::sqrt(static_cast<double>(config.embed_dim)), at::kDouble)
+                                  .to(h.scalar_type())
+                                  .item<double>();
     h = h * normalizer;
   }
   if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
@@ -47,9 +48,8 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
     // so the parameters are whole again when the checkpointed layer is recomputed.
     if (i < checkpointed_layers.size() && checkpointed_layers[i]) {
       const TransformerLayer layer = layers[i];
-      h = ft::checkpointed(
-          [layer, positions, mask](const at::Tensor& x) { return layer->forward(x, positions, mask); }, h,
-          ft::CheckpointOptions{offload_checkpointed_inputs});
+      h = ft::checkpointed([layer, positions, mask](const at::Tensor& x) { return layer->forward(x, positions, mask); },
+                           h, ft::CheckpointOptions{offload_checkpointed_inputs});
     } else {
       h = layers[i]->forward(h, positions, mask);
     }

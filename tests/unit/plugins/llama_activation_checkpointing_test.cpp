@@ -61,9 +61,10 @@ TEST_F(LlamaActivationCheckpointing, CheckpointedLayersKeepOneNodeAndTheSameGrad
     EXPECT_TRUE(at::equal(plain.gradients[i], first_only.gradients[i])) << "parameter " << i;
     EXPECT_TRUE(at::equal(plain.gradients[i], both.gradients[i])) << "parameter " << i;
   }
-  EXPECT_NE(
-      fttest::error_of([&] { checkpointing->set_activation_checkpointing({true}); }).find("1 layer flags for a model of 2"),
-      std::string::npos);
+  EXPECT_NE(fttest::error_of([&] {
+              checkpointing->set_activation_checkpointing({true});
+            }).find("1 layer flags for a model of 2"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // parameters a constructed decoder really allocates; and every named size is a component of the
 // built ft_llama plugin.
 #include "named_model_sizes.h"
-#include "test_helpers.h"
 #include <ft/nn/transformer_decoder.h>
+#include "test_helpers.h"
 
 #include <map>
 

@@ -3,8 +3,8 @@
 // (Gemma 2), a sliding window (Mistral, Gemma 2, Phi-3), and a key/value cache for generation.
 #pragma once
 
-#include <ft/nn/decoder_config.h>
 #include <ft/nn/attention_scores.h>
+#include <ft/nn/decoder_config.h>
 #include <ft/nn/kv_cache.h>
 #include <ft/nn/linear.h>
 #include <ft/nn/rms_norm.h>

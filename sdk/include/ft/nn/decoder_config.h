@@ -43,15 +43,15 @@ struct DecoderConfig {
   bool qkv_bias = false;
 
   // --- What the newer families add (defaults: Llama) ---
-  bool qk_norm = false;             // Qwen 3: an RMSNorm over each head's queries and keys, before RoPE
-  bool norm_adds_one = false;       // Gemma: RMSNorm scales by (1 + weight), weights initialised to 0
+  bool qk_norm = false;        // Qwen 3: an RMSNorm over each head's queries and keys, before RoPE
+  bool norm_adds_one = false;  // Gemma: RMSNorm scales by (1 + weight), weights initialised to 0
   MlpActivation activation = MlpActivation::SiLU;
-  bool scale_embeddings = false;    // Gemma: embeddings times sqrt(embed_dim), rounded to the hidden dtype
-  bool post_norms = false;          // Gemma 2: attention and MLP outputs normed before the residual add
-  double attn_logit_softcap = 0;    // Gemma 2: scores -> cap * tanh(scores / cap); 0: none
-  double final_logit_softcap = 0;   // Gemma 2: the same on the output logits; 0: none
-  double query_pre_attn_scalar = 0; // Gemma 2: scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
-  std::int64_t sliding_window = 0;  // a query attends to at most this many positions (itself included); 0: all
+  bool scale_embeddings = false;     // Gemma: embeddings times sqrt(embed_dim), rounded to the hidden dtype
+  bool post_norms = false;           // Gemma 2: attention and MLP outputs normed before the residual add
+  double attn_logit_softcap = 0;     // Gemma 2: scores -> cap * tanh(scores / cap); 0: none
+  double final_logit_softcap = 0;    // Gemma 2: the same on the output logits; 0: none
+  double query_pre_attn_scalar = 0;  // Gemma 2: scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
+  std::int64_t sliding_window = 0;   // a query attends to at most this many positions (itself included); 0: all
   SlidingWindowLayers sliding_window_layers = SlidingWindowLayers::All;
 
   std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : embed_dim / num_heads; }
