@@ -3,6 +3,7 @@
 #include "cli/command_line.h"
 
 #include "cli/local_launcher.h"
+#include "config/checked_config.h"
 #include "config/recipe_names.h"
 
 #include <ft/errors.h>
@@ -66,11 +67,18 @@ po::options_description visible_options() {
 
 // `fthost --nproc-per-node N ...`: the same command line, without the option (either spelling),
 // for each rank.
-int launch_local(int argc, char** argv, int nproc) {
+int launch_local(int argc, char** argv, int nproc, const Invocation& inv) {
   if (std::getenv("RANK")) {
     std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
               << " of a launched job; give --nproc-per-node to the outer command only\n";
     return 2;
+  }
+  // Every rank would load the config and print the same error: it is checked once, here, before
+  // any rank starts (its errors reach run_command_line's one message). `data --packed` edits the
+  // datasets in the training library first, so its ranks check what they read themselves.
+  if (nproc >= 1 && is_training_command(inv) && !(inv.command == "data" && inv.data.packed)) {
+    check_invocation(inv);
+    check_config_before_launch(inv, nproc);
   }
   std::vector<std::string> rank_args;
   for (int i = 0; i < argc; ++i) {
@@ -162,7 +170,7 @@ int run_command_line(int argc, char** argv, const TrainingCommands& training) {
   try {
     // The command is checked before ranks start, so a mistake is reported once.
     const Invocation inv = invocation_of(vm);
-    if (const auto nproc = nproc_per_node(vm)) return launch_local(argc, argv, *nproc);
+    if (const auto nproc = nproc_per_node(vm)) return launch_local(argc, argv, *nproc, inv);
     if (is_training_command(inv)) {
       check_invocation(inv);
       return training.run_or_data(argc, argv, inv);

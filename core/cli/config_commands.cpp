@@ -3,8 +3,6 @@
 #include "config/shipped_configs.h"
 #include "config/yaml_config.h"
 
-#include "ft_host/suggest.h"
-
 #include <ft/errors.h>
 
 #include <boost/filesystem.hpp>
@@ -36,14 +34,7 @@ std::string source_file(const std::string& source) {
   boost::system::error_code ec;
   if (fs::is_regular_file(source, ec)) return source;
   if (auto shipped = find_shipped_config(source)) return *shipped;
-  std::string msg = "cp: '" + source + "' is neither a file nor a shipped config";
-  auto near = ft::detail::close_matches(source, shipped_config_names(), 3);
-  if (!near.empty()) {
-    msg += "; did you mean ";
-    for (std::size_t i = 0; i < near.size(); ++i) msg += (i ? ", '" : "'") + near[i] + "'";
-    msg += "?";
-  }
-  throw ft::Error(msg + " (`fthost ls configs` lists the shipped configs)");
+  throw ft::Error("cp: " + unknown_config_message(source));
 }
 
 // DEST as tune cp reads it: a directory receives the source's file name; a name without an

@@ -34,4 +34,9 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
 CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
                                   const std::function<void(ft::detail::ConfigDocument&)>& adjust = {});
 
+// What the launcher checks before it starts `world_size` ranks of `inv`: the config each rank
+// will load (torchtune's keys rewritten for that many ranks), against the plugins' manifests as
+// `fthost validate` reads them. Throws what loading the config would throw in a rank.
+void check_config_before_launch(const Invocation& inv, int world_size);
+
 }  // namespace fthost

@@ -142,7 +142,11 @@ void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + parts[i];
     toml::node* next = table->get(parts[i]);
-    if (!next) next = &table->insert(parts[i], toml::table{}).first->second;
+    if (!next) {
+      // A table the override makes is written on the command line, and its errors say so.
+      next = &table->insert(parts[i], toml::table{}).first->second;
+      doc.mark_overridden(walked);
+    }
     if (!next->is_table())
       throw ConfigError("command line: " + arg + ": '" + walked + "' is " + ft::detail::describe(*next) +
                         ", not a table");
@@ -184,6 +188,7 @@ namespace {
 struct Interpolator {
   ConfigDocument& doc;
   std::set<std::string> in_progress;  // paths being resolved, to catch cycles
+  std::set<std::string> referenced;   // every key a `${...}` named
 
   [[noreturn]] void fail(const std::string& path, const std::string& msg) {
     throw ConfigError(doc.origin_of(path) + ": " + path + ": " + msg);
@@ -227,6 +232,7 @@ struct Interpolator {
 
   // The node a `${ref}` names, itself resolved first.
   const toml::node& target(const std::string& ref, const std::string& referrer) {
+    referenced.insert(ref);
     toml::node* n = doc.find(ref);
     if (!n) fail(referrer, "${" + ref + "}: no key '" + ref + "' in the config");
     if (n->is_table() || n->is_array())
@@ -329,9 +335,10 @@ struct Interpolator {
 
 }  // namespace
 
-void interpolate(ConfigDocument& doc) {
-  Interpolator interp{doc, {}};
+std::set<std::string> interpolate(ConfigDocument& doc) {
+  Interpolator interp{doc, {}, {}};
   interp.walk(doc.root(), "");
+  return std::move(interp.referenced);
 }
 
 std::shared_ptr<ConfigDocument> load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -5,6 +5,7 @@
 #include "ft_host/config_document.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,9 @@ std::shared_ptr<ft::detail::ConfigDocument> load_config_text(const std::string& 
 void apply_overrides(ft::detail::ConfigDocument& doc, const std::vector<std::string>& overrides);
 
 // Replaces `${dotted.key}` in every string. A string that is exactly `${key}` takes the
-// referenced value with its type; otherwise the value is spliced in as text.
-void interpolate(ft::detail::ConfigDocument& doc);
+// referenced value with its type; otherwise the value is spliced in as text. Returns the dotted
+// keys the references named (`oc.env` variables are not keys).
+std::set<std::string> interpolate(ft::detail::ConfigDocument& doc);
 
 // All three steps.
 std::shared_ptr<ft::detail::ConfigDocument> load_config(const std::string& path,

@@ -1,5 +1,7 @@
 #include "config/shipped_configs.h"
 
+#include "ft_host/suggest.h"
+
 #include <ft/errors.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -75,7 +77,22 @@ std::string resolve_config_argument(const std::string& config) {
   boost::system::error_code ec;
   if (fs::exists(config, ec)) return config;
   if (auto shipped = find_shipped_config(config)) return *shipped;
-  return config;
+  // A path with a config extension is a file the user meant; "cannot open" says more of it than
+  // the shipped names would, unless it is close to one of them.
+  if (has_config_extension(config) && ft::detail::close_matches(config, shipped_config_names(), 1).empty())
+    return config;
+  throw ft::ConfigError("--config: " + unknown_config_message(config));
+}
+
+std::string unknown_config_message(const std::string& name) {
+  std::string msg = "'" + name + "' is neither a file nor a shipped config";
+  const std::vector<std::string> near = ft::detail::close_matches(name, shipped_config_names(), 3);
+  if (!near.empty()) {
+    msg += "; did you mean ";
+    for (std::size_t i = 0; i < near.size(); ++i) msg += (i ? ", '" : "'") + near[i] + "'";
+    msg += "?";
+  }
+  return msg + " (`fthost ls configs` lists the shipped configs)";
 }
 
 }  // namespace fthost

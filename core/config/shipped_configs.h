@@ -26,9 +26,14 @@ std::optional<std::string> find_shipped_config(const std::string& name);
 // picking one of them.
 std::optional<std::string> find_config_named(const std::string& dir, const std::string& name);
 
-// What `--config X` reads: X when it is a file, else the shipped config named X, else X (whose
-// loading then reports it missing).
+// What `--config X` reads: X when it is a file, else the shipped config named X. A name that is
+// neither throws ft::ConfigError with the shipped configs it is close to; X is returned, and its
+// loading reports it missing, only when it has a config file's extension and is close to none.
 std::string resolve_config_argument(const std::string& config);
+
+// `'X' is neither a file nor a shipped config; did you mean 'Y'? (...)`: what `cp` and `--config`
+// say of a name they cannot find.
+std::string unknown_config_message(const std::string& name);
 
 // Whether a path names a config file by its extension (.yaml, .yml, .toml).
 bool has_config_extension(const std::string& path);

@@ -1,11 +1,9 @@
 #include "config/torchtune_key_rewrites.h"
 
-#include "config/config_loader.h"
 #include "config/distributed_environment.h"
 
 #include <ft/log.h>
 
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,12 +14,6 @@ namespace {
 
 constexpr const char* kSftCollate = "torchtune.data.padded_collate_sft";
 constexpr const char* kPackedCollate = "torchtune.data.padded_collate_packed";
-
-std::string toml_text(const toml::node& value) {
-  std::ostringstream text;
-  value.visit([&](const auto& v) { text << v; });
-  return text.str();
-}
 
 // Whether the run's samples are packs: every `[dataset]` (or every `[[dataset]]` item) sets
 // packed = true. A mix is refused, as torchtune's ConcatDataset refuses it.
@@ -49,6 +41,28 @@ const std::vector<std::pair<std::string, std::string>>& torchtune_parallelism_ke
   return keys;
 }
 
+// The top-level table a rewrite fills in, made when the config has none.
+toml::table& component_table(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, const std::string& key) {
+  toml::node* node = doc.root().get(key);
+  if (!node) node = &doc.root().insert(key, toml::table{}).first->second;
+  if (!node->is_table()) root.fail(key, "expected a table with _component_, got " + ft::detail::describe(*node));
+  return *node->as_table();
+}
+
+// A moved key's problems are reported where the user wrote it: the line of the key it was moved
+// from, or the command line. A document shows its lines only in its origin text, `file:LINE`.
+void carry_origin(ft::detail::ConfigDocument& doc, const std::string& from, const std::string& to) {
+  const std::string origin = doc.origin_of(from);
+  if (origin == "command line") {
+    doc.mark_overridden(to);
+    return;
+  }
+  const std::string file_prefix = doc.source() + ":";
+  const std::string line = origin.rfind(file_prefix, 0) == 0 ? origin.substr(file_prefix.size()) : "";
+  if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) doc.set_line(to, std::stoul(line));
+  // Otherwise the file alone (TOML), which `to` names as well.
+}
+
 }  // namespace
 
 void rewrite_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank) {
@@ -67,21 +81,21 @@ void rewrite_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigN
           "fsdp_cpu_offload / custom_sharded_layers have no effect: a one-rank run trains unsharded with "
           "fthost.parallelism.single (a [parallelism] table with _component_ = \"fthost.parallelism.fsdp\" shards "
           "on one rank too and applies them)");
-    std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.single\""};
-    for (const auto& key : torchtune_parallelism_keys())
-      if (root.has(key.first)) overrides.push_back("~" + key.first);
-    apply_overrides(doc, overrides);
+    toml::table& parallelism = component_table(doc, root, "parallelism");
+    parallelism.insert_or_assign("_component_", "fthost.parallelism.single");
+    for (const auto& key : torchtune_parallelism_keys()) doc.root().erase(key.first);
     return;
   }
-  std::vector<std::string> overrides{"parallelism._component_=\"fthost.parallelism.fsdp\""};
+  toml::table& parallelism = component_table(doc, root, "parallelism");
+  parallelism.insert_or_assign("_component_", "fthost.parallelism.fsdp");
   for (const auto& [from, to] : torchtune_parallelism_keys()) {
-    if (!root.has(from)) continue;
-    if (const toml::node* value = doc.root().get(from))
-      overrides.push_back("parallelism." + to + "=" + toml_text(*value));
     // Moved, not copied: the effective config must load again with its [parallelism] table.
-    overrides.push_back("~" + from);
+    if (const toml::node* value = doc.root().get(from)) {
+      parallelism.insert_or_assign(to, *value);
+      carry_origin(doc, from, "parallelism." + to);
+      doc.root().erase(from);
+    }
   }
-  apply_overrides(doc, overrides);
   if (rank == 0)
     ft::log::info(
         "parallelism: {} ranks and no [parallelism] table: sharding with fthost.parallelism.fsdp, as torchtune does",
@@ -109,15 +123,21 @@ void rewrite_collate_fn(ft::detail::ConfigDocument& doc, const ft::ConfigNode& r
                     named, kPackedCollate);
     name = kPackedCollate;
   }
-  std::vector<std::string> overrides{"collate._component_=\"" + name + "\""};
-  if (root.has("collate_fn")) overrides.push_back("~collate_fn");
-  apply_overrides(doc, overrides);
+  component_table(doc, root, "collate").insert_or_assign("_component_", name);
+  if (root.has("collate_fn")) {
+    carry_origin(doc, "collate_fn", "collate._component_");
+    doc.root().erase("collate_fn");
+  }
+}
+
+void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank) {
+  rewrite_parallelism_keys(doc, root, world_size, rank);
+  rewrite_collate_fn(doc, root);
 }
 
 void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {
   const DistributedEnvironment env = read_distributed_environment();
-  rewrite_parallelism_keys(doc, root, env.world_size, env.rank);
-  rewrite_collate_fn(doc, root);
+  rewrite_torchtune_keys(doc, root, env.world_size, env.rank);
 }
 
 }  // namespace fthost

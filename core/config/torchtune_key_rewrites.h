@@ -1,6 +1,7 @@
 // torchtune spells some of the recipe's choices as top-level keys where fthost has a component
 // table. Each rewrite turns one such spelling into the table fthost instantiates, in the loaded
 // document, so the effective config shows what runs. The rewrites are independent of each other.
+// A moved key keeps its origin: its problems name the line the user wrote, or the command line.
 #pragma once
 
 #include "ft_host/config_document.h"
@@ -20,5 +21,8 @@ void rewrite_collate_fn(ft::detail::ConfigDocument& doc, const ft::ConfigNode& r
 
 // Every rewrite above, for the process's rank and world size.
 void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root);
+// For `world_size` ranks; rank 0 logs what it chose, and a rank < 0 (the launcher's check before
+// the ranks start) logs nothing, as rank 0 will.
+void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank);
 
 }  // namespace fthost
