@@ -425,9 +425,11 @@ int FullFinetuneRecipe::cleanup(int exit_code) noexcept {
   return exit_code;
 }
 
-int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings) {
+int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
+                      const std::function<void(const TrainingSettings&)>& settled) {
   FullFinetuneRecipe recipe(registry, root, settings);
   try {
+    if (settled) settled(recipe.settings());
     recipe.setup();
     recipe.train();
   } catch (...) {

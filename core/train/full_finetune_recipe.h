@@ -33,6 +33,7 @@
 #include <ft/tokenizer.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -54,6 +55,9 @@ class FullFinetuneRecipe {
   // Stops the profiler, waits for the last checkpoint and closes the loggers, telling them how
   // the run ended. Never throws; returns the run's exit code (non-zero when closing failed).
   int cleanup(int exit_code) noexcept;
+
+  // The run's settings: the config's, with a resumed checkpoint's seed and max_steps_per_epoch.
+  const TrainingSettings& settings() const { return s_; }
 
  private:
   // One optimizer step's figures, summed over every data-parallel rank.
@@ -133,7 +137,9 @@ class FullFinetuneRecipe {
   std::int64_t resumed_micro_batches_ = 0;  // of first_epoch_, always whole optimizer steps
 };
 
-// Runs the recipe from setup to cleanup; the process's exit code.
-int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings);
+// Runs the recipe from setup to cleanup; the process's exit code. `settled` (may be empty) sees
+// the settings the run goes on with, a resumed checkpoint's adopted, before setup.
+int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
+                      const std::function<void(const TrainingSettings&)>& settled = {});
 
 }  // namespace fthost

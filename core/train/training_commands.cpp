@@ -27,16 +27,17 @@ int run_training_command(const Invocation& inv) {
   if (inv.command == "data") return show_data(checked.plugins.registry(), root, settings, inv.data);
   const DistributedEnvironment env = read_distributed_environment();
   configure_rank_logging(env.rank, env.world_size);
-  if (env.rank == 0) {
-    // A drawn seed is written down, so the effective config repeats the run.
-    if (settings.seed_drawn) checked.doc->root().insert_or_assign("seed", static_cast<std::int64_t>(settings.seed));
+  return run_full_finetune(checked.plugins.registry(), root, settings, [&](const TrainingSettings& run) {
+    if (env.rank != 0) return;
+    // The seed the run goes on with is written down, so the effective config repeats the run:
+    // a drawn one, or a resumed checkpoint's, which replaces a drawn or a different one.
+    checked.doc->root().insert_or_assign("seed", static_cast<std::int64_t>(run.seed));
     boost::filesystem::create_directories(settings.output_dir);
     const std::string effective = root.to_toml();
     ft::log::info("effective config:\n{}", effective);
     std::ofstream f(settings.output_dir + "/config.effective.toml");
     f << effective << "\n";
-  }
-  return run_full_finetune(checked.plugins.registry(), root, settings);
+  });
 }
 
 }  // namespace fthost
