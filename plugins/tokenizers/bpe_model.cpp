@@ -27,7 +27,7 @@ BpeModel::BpeModel(std::unordered_map<std::string, TokenId> vocab,
     if (id < 0) throw ft::Error("vocabulary token \"" + text + "\" has a negative id");
     max_id = std::max(max_id, id);
   }
-  id_to_token_.resize(static_cast<std::size_t>(max_id + 1));
+  id_to_token_.resize(static_cast<std::size_t>(max_id) + 1);
   has_id_.assign(id_to_token_.size(), false);
   for (const auto& [text, id] : vocab_) {
     id_to_token_[id] = text;

@@ -208,7 +208,8 @@ std::string BpePipeline::decode(const std::vector<std::int64_t>& ids) const {
       case DecoderStep::Kind::Fuse: {
         std::string all;
         for (const auto& t : tokens) all += t;
-        tokens.assign(1, std::move(all));
+        tokens.clear();
+        tokens.push_back(std::move(all));
         break;
       }
       case DecoderStep::Kind::Replace:

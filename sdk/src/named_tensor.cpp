@@ -31,8 +31,7 @@ void assign_checkpoint_value(const NamedTensor& t, const at::Tensor& value) {
                 shape_text(checkpoint_shape(t)));
   std::int64_t row = 0;
   for (const at::Tensor& part : t.parts) {
-    at::Tensor live = part;
-    live.copy_(value.narrow(0, row, part.size(0)));
+    part.copy_(value.narrow(0, row, part.size(0)));
     row += part.size(0);
   }
 }
