@@ -180,6 +180,123 @@ void set_datasets_packed(ft::detail::ConfigDocument& doc) {
   doc.mark_overridden("dataset.packed");
 }
 
+namespace {
+
+// What `fthost data` reports of the whole dataset, whichever way it prints it.
+struct DataReport {
+  std::size_t samples = 0;
+  bool packed = false;
+  Totals totals;
+  std::vector<std::int64_t> sorted_lengths;
+  std::int64_t max_seq_len = 0;
+  std::int64_t packs = 0, pack_len = 0, padding = 0;
+  std::vector<std::int64_t> batch_shape;  // the first micro-batch; empty for an empty dataset
+  double batch_padding = 0;
+};
+
+// Scans every sample (or packed document), printing the first `shown` as it goes.
+Totals scan_samples(const ft::Dataset& documents, const ft::Collate& collate, bool packed, std::size_t shown,
+                    const DataViewOptions& options, std::int64_t ignore_index, const ft::Tokenizer* tokenizer,
+                    bool colour) {
+  const std::size_t size = documents.size();
+  Totals totals;
+  totals.lengths.reserve(size);
+  Progress progress(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    const ft::Sample sample = documents.get(i);
+    if (i < shown) {
+      // Unpacked samples pass through the recipe's collate; documents of packs cannot (it takes packs).
+      const ft::Sample view = packed ? sample : collated(collate, sample);
+      if (options.json)
+        std::cout << sample_json("sample", i, view).dump() << "\n";
+      else
+        print_sample(i, view, ignore_index, tokenizer, colour);
+      if (i + 1 == shown) std::cout << std::flush;
+    }
+    const auto length = static_cast<std::int64_t>(sample.tokens.size());
+    totals.lengths.push_back(length);
+    totals.tokens += length;
+    totals.trained += count_trained(sample.labels, ignore_index);
+    totals.truncated += sample.truncated ? 1 : 0;
+    progress.update(i + 1);
+  }
+  progress.finish();
+  return totals;
+}
+
+// The first micro-batch in dataset order (one pack: its mask is pack_len squared).
+void describe_first_batch(const ft::Dataset& dataset, const ft::Collate& collate, std::int64_t batch_size,
+                          DataReport& report) {
+  if (dataset.size() == 0) return;
+  const std::size_t count = report.packed ? 1 : std::min(dataset.size(), static_cast<std::size_t>(batch_size));
+  std::vector<ft::Sample> samples;
+  std::int64_t real = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    samples.push_back(dataset.get(i));
+    real += static_cast<std::int64_t>(samples.back().tokens.size());
+  }
+  const ft::Batch batch = collate.collate(samples);
+  report.batch_shape = batch.tokens.sizes().vec();
+  report.batch_padding = static_cast<double>(batch.tokens.numel() - real) / static_cast<double>(batch.tokens.numel());
+}
+
+void print_report_json(const DataReport& r) {
+  const double tokens = static_cast<double>(r.totals.tokens);
+  nlohmann::json stats{{"samples", r.samples},
+                       {"tokens", r.totals.tokens},
+                       {"trained_tokens", r.totals.trained},
+                       {"trained_fraction", tokens > 0 ? static_cast<double>(r.totals.trained) / tokens : 0.0},
+                       {"truncated_samples", r.totals.truncated},
+                       {"max_seq_len", r.max_seq_len > 0 ? nlohmann::json(r.max_seq_len) : nlohmann::json()},
+                       {"packed", r.packed},
+                       {"micro_batch_shape", r.batch_shape}};
+  const auto& sorted = r.sorted_lengths;
+  if (!sorted.empty())
+    stats["length"] = {{"min", sorted.front()},
+                       {"p50", percentile(sorted, 50)},
+                       {"p90", percentile(sorted, 90)},
+                       {"p99", percentile(sorted, 99)},
+                       {"max", sorted.back()}};
+  if (r.packed) {
+    stats["packs"] = r.packs;
+    stats["pack_len"] = r.pack_len;
+    stats["padding_tokens"] = r.padding;
+    stats["padding_fraction"] =
+        r.packs > 0 ? static_cast<double>(r.padding) / static_cast<double>(r.packs * r.pack_len) : 0;
+  }
+  std::cout << nlohmann::json{{"stats", stats}}.dump() << "\n";
+}
+
+void print_report_text(const DataReport& r, const ft::ConfigNode& root) {
+  const auto& sorted = r.sorted_lengths;
+  std::cout << "── whole dataset: " << r.samples << " samples" << (r.packed ? " (the documents of the packs)" : "")
+            << " ──\n";
+  if (!sorted.empty())
+    std::cout << fmt::format("tokens per sample  min {}, p50 {}, p90 {}, p99 {}, max {} ({} in all)\n", sorted.front(),
+                             percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99), sorted.back(),
+                             r.totals.tokens);
+  std::cout << fmt::format("trained on         {} of {} tokens ({})\n", r.totals.trained, r.totals.tokens,
+                           percent(static_cast<double>(r.totals.trained), static_cast<double>(r.totals.tokens)));
+  std::cout << fmt::format("truncated          {} samples cut to max_seq_len{}\n", r.totals.truncated,
+                           r.max_seq_len > 0 ? " (" + std::to_string(r.max_seq_len) + ")" : "");
+  if (r.packed)
+    std::cout << fmt::format(
+        "packed             {} packs of {} tokens, {} of them padding ({})\n", r.packs, r.pack_len, r.padding,
+        percent(static_cast<double>(r.padding), static_cast<double>(r.packs) * static_cast<double>(r.pack_len)));
+  if (!r.batch_shape.empty()) {
+    std::string shape;
+    for (auto d : r.batch_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    const std::string collate_name = root.table("collate").component();
+    if (r.packed)
+      std::cout << fmt::format("first micro-batch  {}: the first pack collates to [{}]\n", collate_name, shape);
+    else
+      std::cout << fmt::format("first micro-batch  {}: the first {} samples collate to [{}], {} of it padding\n",
+                               collate_name, r.batch_shape[0], shape, percent(r.batch_padding, 1.0));
+  }
+}
+
+}  // namespace
+
 int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
               const DataViewOptions& options) {
   if (options.samples && *options.samples < 0)
@@ -196,19 +313,20 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
   const std::shared_ptr<ft::Dataset> dataset = build_dataset(registry, root, tokenizer);
   const std::shared_ptr<ft::Collate> collate =
       build_collate(registry, root, tokenizer.get(), ignore_index, settings.tensor_parallel_dim);
-  const bool packed = datasets_packed(root);
+  DataReport report;
+  report.packed = datasets_packed(root);
   // Packs hide where their documents end and the padding begins: the documents come from the
   // same datasets unpacked.
-  const std::shared_ptr<ft::Dataset> documents = packed ? build_dataset(registry, unpacked(root), tokenizer) : dataset;
+  const std::shared_ptr<ft::Dataset> documents =
+      report.packed ? build_dataset(registry, unpacked(root), tokenizer) : dataset;
 
   const bool colour = !options.json && stdout_takes_colour();
-  const std::size_t size = documents->size();
+  report.samples = documents->size();
   // How many of `count` samples (or packs) to print.
   auto shown_of = [&](std::size_t count) {
     if (options.samples) return std::min(count, static_cast<std::size_t>(*options.samples));
     return options.json ? count : std::min(count, static_cast<std::size_t>(kSamplesShownAsText));
   };
-  const std::size_t shown = shown_of(size);
   if (!options.json) {
     std::cout << (colour ? std::string("Trained-on tokens are ") + kTrainedColour + "green" + kResetColour +
                                ", masked ones (label " + std::to_string(ignore_index) + ", not trained on) " +
@@ -217,112 +335,28 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
                                ", not trained on) are shown " + kMaskedOpen + "like this" + kMaskedClose +
                                "; the rest is trained on.\n\n");
   }
+  report.totals = scan_samples(*documents, *collate, report.packed, shown_of(report.samples), options, ignore_index,
+                               tokenizer.get(), colour);
 
-  Totals totals;
-  totals.lengths.reserve(size);
-  Progress progress(size);
-  for (std::size_t i = 0; i < size; ++i) {
-    const ft::Sample sample = documents->get(i);
-    if (i < shown) {
-      // Unpacked samples pass through the recipe's collate; documents of packs cannot (it takes packs).
-      const ft::Sample view = packed ? sample : collated(*collate, sample);
-      if (options.json)
-        std::cout << sample_json("sample", i, view).dump() << "\n";
-      else
-        print_sample(i, view, ignore_index, tokenizer.get(), colour);
-      if (i + 1 == shown) std::cout << std::flush;
-    }
-    const auto length = static_cast<std::int64_t>(sample.tokens.size());
-    totals.lengths.push_back(length);
-    totals.tokens += length;
-    totals.trained += count_trained(sample.labels, ignore_index);
-    totals.truncated += sample.truncated ? 1 : 0;
-    progress.update(i + 1);
-  }
-  progress.finish();
-
-  std::int64_t packs = 0, pack_len = 0, padding = 0;
-  if (packed) {
-    packs = static_cast<std::int64_t>(dataset->size());
-    pack_len = packs > 0 ? static_cast<std::int64_t>(dataset->get(0).tokens.size()) : 0;
+  if (report.packed) {
+    report.packs = static_cast<std::int64_t>(dataset->size());
+    report.pack_len = report.packs > 0 ? static_cast<std::int64_t>(dataset->get(0).tokens.size()) : 0;
     // Every token of every document is in a pack (whole, or split across packs with
     // split_across_pack); the rest of the packs is padding.
-    padding = packs * pack_len - totals.tokens;
+    report.padding = report.packs * report.pack_len - report.totals.tokens;
     if (options.json)
-      for (std::size_t p = 0; p < shown_of(static_cast<std::size_t>(packs)); ++p)
+      for (std::size_t p = 0; p < shown_of(static_cast<std::size_t>(report.packs)); ++p)
         std::cout << sample_json("pack", p, dataset->get(p)).dump() << "\n";
   }
+  describe_first_batch(*dataset, *collate, settings.batch_size, report);
+  report.sorted_lengths = report.totals.lengths;
+  std::sort(report.sorted_lengths.begin(), report.sorted_lengths.end());
+  report.max_seq_len = tokenizer ? tokenizer->max_seq_len() : 0;
 
-  // The first micro-batch in dataset order (one pack: its mask is pack_len squared).
-  std::vector<std::int64_t> batch_shape;
-  double batch_padding = 0;
-  if (dataset->size() > 0) {
-    const std::size_t batch_size =
-        packed ? 1 : std::min(dataset->size(), static_cast<std::size_t>(settings.batch_size));
-    std::vector<ft::Sample> samples;
-    std::int64_t real = 0;
-    for (std::size_t i = 0; i < batch_size; ++i) {
-      samples.push_back(dataset->get(i));
-      real += static_cast<std::int64_t>(samples.back().tokens.size());
-    }
-    const ft::Batch batch = collate->collate(samples);
-    batch_shape = batch.tokens.sizes().vec();
-    batch_padding = static_cast<double>(batch.tokens.numel() - real) / static_cast<double>(batch.tokens.numel());
-  }
-
-  std::vector<std::int64_t> sorted = totals.lengths;
-  std::sort(sorted.begin(), sorted.end());
-  const std::int64_t max_seq_len = tokenizer ? tokenizer->max_seq_len() : 0;
-  const double tokens = static_cast<double>(totals.tokens);
-
-  if (options.json) {
-    nlohmann::json stats{{"samples", size},
-                         {"tokens", totals.tokens},
-                         {"trained_tokens", totals.trained},
-                         {"trained_fraction", tokens > 0 ? static_cast<double>(totals.trained) / tokens : 0.0},
-                         {"truncated_samples", totals.truncated},
-                         {"max_seq_len", max_seq_len > 0 ? nlohmann::json(max_seq_len) : nlohmann::json()},
-                         {"packed", packed},
-                         {"micro_batch_shape", batch_shape}};
-    if (!sorted.empty())
-      stats["length"] = {{"min", sorted.front()},
-                         {"p50", percentile(sorted, 50)},
-                         {"p90", percentile(sorted, 90)},
-                         {"p99", percentile(sorted, 99)},
-                         {"max", sorted.back()}};
-    if (packed) {
-      stats["packs"] = packs;
-      stats["pack_len"] = pack_len;
-      stats["padding_tokens"] = padding;
-      stats["padding_fraction"] = packs > 0 ? static_cast<double>(padding) / static_cast<double>(packs * pack_len) : 0;
-    }
-    std::cout << nlohmann::json{{"stats", stats}}.dump() << "\n";
-    return 0;
-  }
-
-  std::cout << "── whole dataset: " << size << " samples" << (packed ? " (the documents of the packs)" : "") << " ──\n";
-  if (!sorted.empty())
-    std::cout << fmt::format("tokens per sample  min {}, p50 {}, p90 {}, p99 {}, max {} ({} in all)\n", sorted.front(),
-                             percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99), sorted.back(),
-                             totals.tokens);
-  std::cout << fmt::format("trained on         {} of {} tokens ({})\n", totals.trained, totals.tokens,
-                           percent(static_cast<double>(totals.trained), tokens));
-  std::cout << fmt::format("truncated          {} samples cut to max_seq_len{}\n", totals.truncated,
-                           max_seq_len > 0 ? " (" + std::to_string(max_seq_len) + ")" : "");
-  if (packed)
-    std::cout << fmt::format(
-        "packed             {} packs of {} tokens, {} of them padding ({})\n", packs, pack_len, padding,
-        percent(static_cast<double>(padding), static_cast<double>(packs) * static_cast<double>(pack_len)));
-  if (!batch_shape.empty()) {
-    std::string shape;
-    for (auto d : batch_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    const std::string collate_name = root.table("collate").component();
-    if (packed)
-      std::cout << fmt::format("first micro-batch  {}: the first pack collates to [{}]\n", collate_name, shape);
-    else
-      std::cout << fmt::format("first micro-batch  {}: the first {} samples collate to [{}], {} of it padding\n",
-                               collate_name, batch_shape[0], shape, percent(batch_padding, 1.0));
-  }
+  if (options.json)
+    print_report_json(report);
+  else
+    print_report_text(report, root);
   return 0;
 }
 
