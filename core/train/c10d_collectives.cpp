@@ -11,8 +11,20 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <map>
+#include <set>
 #include <utility>
 
 namespace fthost {
@@ -34,14 +46,84 @@ struct CollectiveTensor {
   bool defined = false;
 };
 
+// Which host address each world rank's Gloo device bound, exchanged at the rendezvous, so that a
+// failed collective can name the ranks behind a lost connection.
+using RankHosts = std::vector<std::string>;
+
+// Whether anything at `address` answers a TCP connection attempt within `wait` (a refusal is an
+// answer: the host is there, its rank is not). A cut link or a powered-off host does not answer.
+bool host_answers(const std::string& address, std::chrono::milliseconds wait) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(address.c_str(), "9", &hints, &found) != 0 || !found) return false;
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  bool answered = false;
+  if (fd >= 0) {
+    if (connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+      answered = true;
+    } else if (errno == ECONNREFUSED) {
+      answered = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, static_cast<int>(wait.count())) == 1) {
+        int error = 0;
+        socklen_t len = sizeof(error);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+        answered = error == 0 || error == ECONNREFUSED;
+      }
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return answered;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+// The lost peers, as far as this rank can tell: the host a broken connection's message names
+// (Gloo writes "[10.0.0.2]:port"), else every other host that no longer answers at all. Empty when
+// the run is on one host or nothing can be told.
+std::string lost_peers(const std::string& message, const RankHosts& hosts, int self) {
+  if (hosts.empty() || self < 0 || static_cast<std::size_t>(self) >= hosts.size()) return "";
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (std::size_t r = 0; r < hosts.size(); ++r) ranks_on[hosts[r]].push_back(static_cast<int>(r));
+  if (ranks_on.size() < 2) return "";
+  // Matched by hand, not with std::regex: the PyTorch wheel exports std::regex instantiations
+  // built by another compiler (checkpoint_directories.cpp).
+  std::set<std::string> named;
+  for (std::size_t open = message.find('['); open != std::string::npos; open = message.find('[', open + 1)) {
+    const std::size_t close = message.find("]:", open);
+    if (close == std::string::npos) break;
+    const std::string address = message.substr(open + 1, close - open - 1);
+    if (ranks_on.count(address) && address != hosts[self]) named.insert(address);
+  }
+  std::string text;
+  for (const auto& host : named) text += (text.empty() ? "" : "; ") + ranks_text(ranks_on[host]) + " on host " + host;
+  if (!text.empty()) return "lost connection to " + text;
+  for (const auto& [host, ranks] : ranks_on) {
+    if (host == hosts[self] || host_answers(host, std::chrono::milliseconds(2000))) continue;
+    text += (text.empty() ? "" : "; ") + ranks_text(ranks) + " on host " + host;
+  }
+  return text.empty() ? "" : "host unreachable from this rank: " + text;
+}
+
 // One process group as ft::Collectives, over the c10d backends the seed's
 // init_process_group("cuda:nccl,cpu:gloo") gives: each collective goes to the backend of its
 // tensor's device (NCCL for CUDA tensors where the run is on CUDA, Gloo for CPU tensors).
 class C10dCollectives final : public ft::Collectives {
  public:
   C10dCollectives(c10::intrusive_ptr<c10d::Backend> cpu, c10::intrusive_ptr<c10d::Backend> accelerator, int world_rank,
-                  std::chrono::milliseconds timeout)
-      : cpu_(std::move(cpu)), accelerator_(std::move(accelerator)), world_rank_(world_rank), timeout_(timeout) {}
+                  std::chrono::milliseconds timeout, std::shared_ptr<const RankHosts> hosts)
+      : cpu_(std::move(cpu)),
+        accelerator_(std::move(accelerator)),
+        world_rank_(world_rank),
+        timeout_(timeout),
+        hosts_(std::move(hosts)) {}
 
   int rank() const override { return cpu_->getRank(); }
   int size() const override { return cpu_->getSize(); }
@@ -142,8 +224,10 @@ class C10dCollectives final : public ft::Collectives {
     } catch (const ft::Error&) {
       throw;
     } catch (const std::exception& e) {
+      const std::string lost = hosts_ ? lost_peers(e.what(), *hosts_, world_rank_) : "";
       throw ft::Error("rank " + std::to_string(world_rank_) + ": " + backend.getBackendName() + " " + op +
-                      tensor.text() + " across " + std::to_string(size()) + " ranks failed: " + first_line(e.what()) +
+                      tensor.text() + " across " + std::to_string(size()) +
+                      " ranks failed: " + (lost.empty() ? "" : lost + ": ") + first_line(e.what()) +
                       " (when the cause is a lost connection or a timeout: another rank exited or did not answer "
                       "within " +
                       std::to_string(timeout_.count() / 1000) + " s, distributed_timeout_s)");
@@ -193,20 +277,78 @@ class C10dCollectives final : public ft::Collectives {
   c10::intrusive_ptr<c10d::Backend> accelerator_;  // null unless the run is on CUDA
   int world_rank_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<const RankHosts> hosts_;
 };
 
-std::shared_ptr<::gloo::transport::Device> gloo_device(const DistributedEnvironment& env) {
-  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
-    return c10d::ProcessGroupGloo::createDeviceForInterface(iface);
-  if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost")
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+// Where this rank's collectives listen: an interface's address and name.
+struct LocalEndpoint {
+  std::string address;    // empty: GLOO_SOCKET_IFNAME names the interface
+  std::string interface;  // empty when unknown
+};
+
+// The interface owning `address`, from the machine's interface list.
+std::string interface_of(const std::string& address) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = list; i && name.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const int family = i->ifa_addr->sa_family;
+    if (family == AF_INET)
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    else if (family == AF_INET6)
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+    else
+      continue;
+    if (address == text) name = i->ifa_name;
+  }
+  freeifaddrs(list);
+  return name;
+}
+
+// The local address the kernel routes to the master from: a connected UDP socket sends nothing,
+// but its source address is the one the route to the master picks. The host name is no guide on
+// many machines (Debian maps it to 127.0.1.1, a container to an address another network
+// namespace does not have), so this is what Gloo binds when GLOO_SOCKET_IFNAME is unset.
+LocalEndpoint endpoint_towards(const DistributedEnvironment& env) {
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) return {"", iface};
+  if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") return {"127.0.0.1", "lo"};
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(env.master_port);
+  if (const int rc = getaddrinfo(env.master_addr.c_str(), port.c_str(), &hints, &found); rc != 0 || !found)
+    throw ft::Error("rank " + std::to_string(env.rank) + ": MASTER_ADDR " + env.master_addr +
+                    " does not resolve: " + gai_strerror(rc));
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  const bool routed = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  const int error = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (!routed)
+    throw ft::Error("rank " + std::to_string(env.rank) + ": no route to MASTER_ADDR " + env.master_addr + ": " +
+                    std::strerror(error) + " (set GLOO_SOCKET_IFNAME to the interface that reaches it)");
+  char text[INET6_ADDRSTRLEN] = {};
+  if (local.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
+  else
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+  return {text, interface_of(text)};
+}
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const LocalEndpoint& endpoint) {
+  if (endpoint.address.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(endpoint.interface);
+  return c10d::ProcessGroupGloo::createDeviceForHostname(endpoint.address);
 }
 
 c10::intrusive_ptr<c10d::Backend> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                             const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
+                                             const LocalEndpoint& endpoint, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  options->devices.push_back(gloo_device(env));
+  options->devices.push_back(gloo_device(endpoint));
   options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
 }
@@ -282,14 +424,30 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
                     " s (are all " + std::to_string(env.world_size) +
                     " ranks started? is the port free?): " + e.what());
   }
+  const LocalEndpoint endpoint = endpoint_towards(env);
+  // NCCL picks its own interfaces (not loopback, not docker's) when NCCL_SOCKET_IFNAME is unset;
+  // the one that reaches the master is the one known to work.
+  if (backends.accelerator == CollectiveBackend::nccl && !std::getenv("NCCL_SOCKET_IFNAME") &&
+      !endpoint.interface.empty() && env.master_addr != "127.0.0.1" && env.master_addr != "localhost")
+    setenv("NCCL_SOCKET_IFNAME", ("=" + endpoint.interface).c_str(), 1);
+  // Every rank's address, for naming the ranks behind a lost connection.
+  auto hosts = std::make_shared<RankHosts>(env.world_size);
+  const std::string own_address = endpoint.address.empty() ? endpoint.interface : endpoint.address;
+  store->set("fthost_host/" + std::to_string(env.rank),
+             std::vector<std::uint8_t>(own_address.begin(), own_address.end()));
+  for (int r = 0; r < env.world_size; ++r) {
+    const auto value = store->get("fthost_host/" + std::to_string(r));
+    (*hosts)[r] = std::string(value.begin(), value.end());
+  }
   ProcessGroups groups;
   auto world_store = c10::make_intrusive<c10d::PrefixStore>("world", store);
   groups.world = std::make_shared<C10dCollectives>(
-      gloo_group(world_store, env.rank, env.world_size, env, timeout),
-      accelerator_group(backends.accelerator, world_store, env.rank, env.world_size, timeout), env.rank, timeout);
+      gloo_group(world_store, env.rank, env.world_size, endpoint, timeout),
+      accelerator_group(backends.accelerator, world_store, env.rank, env.world_size, timeout), env.rank, timeout,
+      hosts);
   auto counter = std::make_shared<int>(0);
-  groups.new_group = [store, env, timeout, counter,
-                      backends](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
+  groups.new_group = [store, env, timeout, counter, backends, endpoint,
+                      hosts](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
     const int id = (*counter)++;
     int my_index = -1;
     for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -300,11 +458,19 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(key, store);
     const int group_size = static_cast<int>(ranks.size());
     return std::make_shared<C10dCollectives>(
-        gloo_group(prefixed, my_index, group_size, env, timeout),
-        accelerator_group(backends.accelerator, prefixed, my_index, group_size, timeout), env.rank, timeout);
+        gloo_group(prefixed, my_index, group_size, endpoint, timeout),
+        accelerator_group(backends.accelerator, prefixed, my_index, group_size, timeout), env.rank, timeout, hosts);
   };
-  ft::log::info("rank {}/{}: connected to {}:{} ({})", env.rank, env.world_size, env.master_addr, env.master_port,
-                backends.spec);
+  ft::log::info("rank {}/{}: connected to {}:{} ({}; this rank on {}{})", env.rank, env.world_size, env.master_addr,
+                env.master_port, backends.spec, own_address,
+                endpoint.interface.empty() || endpoint.address.empty() ? "" : " (" + endpoint.interface + ")");
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (int r = 0; r < env.world_size; ++r) ranks_on[(*hosts)[r]].push_back(r);
+  if (ranks_on.size() > 1) {
+    std::string layout;
+    for (const auto& [host, ranks] : ranks_on) layout += (layout.empty() ? "" : "; ") + host + ": " + ranks_text(ranks);
+    ft::log::info("{} hosts: {}", ranks_on.size(), layout);
+  }
   return groups;
 }
 
