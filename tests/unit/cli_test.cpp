@@ -81,6 +81,40 @@ TEST(Cli, ValidateReportsEveryProblem) {
   EXPECT_NE(bad.output.find("'torch.optim.SGD' is an optimizer, not a loss"), std::string::npos);
 }
 
+// A top-level key the recipe does not know is accepted when a `${...}` references it (torchtune's
+// `name:`), from the file or the command line, and refused, with its suggestion, when nothing does.
+TEST(Cli, TopLevelKeyOnlyForInterpolationIsAcceptedWhenReferenced) {
+  const std::string dir = fttest::temp_dir();
+  std::string demo = fttest::read_file(kDemo);
+  const auto output_dir = demo.find("output_dir = ");
+  ASSERT_NE(output_dir, std::string::npos);
+  demo.erase(output_dir, demo.find('\n', output_dir) - output_dir);
+
+  const std::string referenced =
+      fttest::write_temp("referenced.toml", "name = \"tiny\"\noutput_dir = \"" + dir + "/${name}\"\n" + demo);
+  auto ok = run("validate --config " + referenced);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  const std::string unreferenced =
+      fttest::write_temp("unreferenced.toml", "name = \"tiny\"\nseeds = 1\noutput_dir = \"" + dir + "/out\"\n" + demo);
+  auto bad = run("validate --config " + unreferenced);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("2 problem(s)"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("unreferenced.toml: name: unknown top-level key (docs/config.md lists the recipe's keys)"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("unreferenced.toml: seeds: unknown key; did you mean 'seed'?"), std::string::npos)
+      << bad.output;
+  // A reference on the command line serves the key as well; one to another unknown key does not
+  // make the referring key known.
+  auto from_command_line = run("validate --config " + unreferenced + " seeds=null output_dir=" + dir + "/\\${name}");
+  EXPECT_EQ(from_command_line.exit_code, 0) << from_command_line.output;
+  auto chained = run("validate --config " + unreferenced + " seeds=\\${name}");
+  EXPECT_EQ(chained.exit_code, 2) << chained.output;
+  EXPECT_NE(chained.output.find("command line: seeds: unknown key; did you mean 'seed'?"), std::string::npos)
+      << chained.output;
+  EXPECT_EQ(chained.output.find("name: unknown"), std::string::npos) << chained.output;
+}
+
 // Every shipped configuration names only components that exist, with valid keys.
 TEST(Cli, EveryShippedConfigValidates) {
   int checked = 0;
@@ -240,6 +274,10 @@ TEST(Seed, UnsetSeedIsDrawnLoggedAndRepeatable) {
   EXPECT_EQ(resumed.output.find("drawn at random"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("config seed"), std::string::npos) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  // Its effective config (rewritten: epochs = 2) records that seed, not one drawn for the run.
+  const std::string resumed_effective = fttest::read_file(first.dir + "/config.effective.toml");
+  EXPECT_NE(resumed_effective.find("\nepochs = 2\n"), std::string::npos) << resumed_effective;
+  EXPECT_NE(resumed_effective.find("\nseed = " + seed + "\n"), std::string::npos) << resumed_effective;
 
   const Run second = train("~seed");
   ASSERT_EQ(second.result.exit_code, 0) << second.result.output;

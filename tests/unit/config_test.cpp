@@ -105,6 +105,20 @@ TEST(Interpolation, ChainsCyclesAndMissingKeys) {
   EXPECT_EQ(missing, "run.toml: m.d: ${nope}: no key 'nope' in the config");
 }
 
+// Interpolation says which keys were referenced, so keys that only serve references (torchtune's
+// `name:`) can be told from keys nothing reads; environment variables are not keys.
+TEST(Interpolation, ReportsTheKeysItReferenced) {
+  ::setenv("FTHOST_TEST_REFERENCED", "x", 1);
+  auto doc = fthost::load_config_text(
+      "name = \"tiny\"\nunused = 1\noutput_dir = \"/tmp/${name}/${oc.env:FTHOST_TEST_REFERENCED}\"\n"
+      "[m]\nsteps = 3\nlist = [\"${m.steps}\", \"b\"]\n",
+      "run.toml");
+  const std::set<std::string> referenced = fthost::interpolate(*doc);
+  EXPECT_EQ(referenced, (std::set<std::string>{"name", "m.steps"}));
+  EXPECT_EQ(ft::detail::root_node(doc).get<std::string>("output_dir"), "/tmp/tiny/x");
+  ::unsetenv("FTHOST_TEST_REFERENCED");
+}
+
 // OmegaConf's `oc.env` resolver: the variable's value as a string, else the default, else an error.
 TEST(Interpolation, EnvironmentVariablesWithAndWithoutDefault) {
   ::setenv("FTHOST_TEST_ENV_DIR", "/scratch/me", 1);

@@ -152,6 +152,69 @@ TEST(TorchtuneCli, NprocPerNodeInBothSpellings) {
   EXPECT_EQ(bad.output.find("launcher: started"), std::string::npos) << bad.output;
 }
 
+// How many times `fragment` occurs in `text`.
+std::size_t occurrences(const std::string& text, const std::string& fragment) {
+  std::size_t count = 0;
+  for (auto at = text.find(fragment); at != std::string::npos; at = text.find(fragment, at + fragment.size())) ++count;
+  return count;
+}
+
+// The launcher checks the config before any rank starts: a mistake is one message with its
+// suggestion and exit code 2, not one per rank, and no rank runs.
+TEST(TorchtuneCli, LauncherChecksTheConfigOnceBeforeStartingRanks) {
+  const std::string dir = fttest::temp_dir();
+  auto misspelt = run("run --nproc_per_node 2 full_finetune_distributed --config llama3_2/1B_ful");
+  EXPECT_EQ(misspelt.exit_code, 2) << misspelt.output;
+  EXPECT_EQ(occurrences(misspelt.output,
+                        "'llama3_2/1B_ful' is neither a file nor a shipped config; did you mean "
+                        "'llama3_2/1B_full'"),
+            1u)
+      << misspelt.output;
+  EXPECT_EQ(misspelt.output.find("launcher: started"), std::string::npos) << misspelt.output;
+  EXPECT_EQ(misspelt.output.find("[rank "), std::string::npos) << misspelt.output;
+
+  // A key the recipe does not know: reported once, on its line.
+  std::string text = demo_yaml(dir + "/out");
+  text.replace(text.find("epochs: 1"), 9, "epochz: 1");
+  write(dir + "/bad.yaml", text);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + text.find("epochz"), '\n'));
+  for (const std::string launch : {"--nproc-per-node 2", "run --nproc_per_node 2 full_finetune_distributed"}) {
+    auto bad = run(launch + " --config " + dir + "/bad.yaml");
+    EXPECT_EQ(bad.exit_code, 2) << bad.output;
+    EXPECT_EQ(
+        occurrences(bad.output, "bad.yaml:" + std::to_string(line) + ": epochz: unknown key; did you mean 'epochs'?"),
+        1u)
+        << bad.output;
+    EXPECT_EQ(occurrences(bad.output, "problem(s) in the configuration"), 1u) << bad.output;
+    EXPECT_EQ(bad.output.find("launcher: started"), std::string::npos) << bad.output;
+    EXPECT_FALSE(fs::exists(dir + "/out")) << bad.output;
+  }
+  // Without a launcher the same check runs in the one process.
+  auto single = run("--config " + dir + "/bad.yaml");
+  EXPECT_EQ(single.exit_code, 2) << single.output;
+  EXPECT_EQ(occurrences(single.output, ": epochz: unknown key; did you mean 'epochs'?"), 1u) << single.output;
+}
+
+// A config name that is neither a file nor a shipped config is refused with the names it is
+// close to; a missing path with a config extension is a file that cannot be opened.
+TEST(TorchtuneCli, UnknownConfigNameSuggestsShippedConfigs) {
+  auto near = run("validate --config qwen2_5/0.5B_ful");
+  EXPECT_EQ(near.exit_code, 2) << near.output;
+  EXPECT_NE(near.output.find("--config: 'qwen2_5/0.5B_ful' is neither a file nor a shipped config; did you mean "
+                             "'qwen2_5/0.5B_full'"),
+            std::string::npos)
+      << near.output;
+  auto far = run("validate --config no_such_family/at_all");
+  EXPECT_EQ(far.exit_code, 2) << far.output;
+  EXPECT_NE(far.output.find("'no_such_family/at_all' is neither a file nor a shipped config (`fthost ls configs`"),
+            std::string::npos)
+      << far.output;
+  const std::string missing = fttest::temp_dir() + "/missing.yaml";
+  auto file = run("validate --config " + missing);
+  EXPECT_EQ(file.exit_code, 2) << file.output;
+  EXPECT_NE(file.output.find(missing + ": cannot open config file"), std::string::npos) << file.output;
+}
+
 TEST(TorchtuneCli, LsConfigsListsShippedConfigsByName) {
   auto r = run("ls configs");
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+using fttest::error_of;
+
 namespace {
 
 struct Loaded {
@@ -16,9 +18,16 @@ struct Loaded {
   ft::ConfigNode root;
 };
 
-Loaded load(const std::string& text) {
-  auto doc = fthost::load_config(fttest::write_temp("run.toml", text), {});
+Loaded load(const std::string& text, const std::string& file_name = "run.toml",
+            const std::vector<std::string>& overrides = {}) {
+  auto doc = fthost::load_config(fttest::write_temp(file_name, text), overrides);
   return {doc, ft::detail::root_node(doc)};
+}
+
+// Temp file paths vary; compare from the file name on.
+std::string from_file_name(const std::string& msg, const std::string& file_name) {
+  auto pos = msg.find(file_name);
+  return pos == std::string::npos ? msg : msg.substr(pos);
 }
 
 const char* kUnpacked = "[dataset]\n_component_ = \"torchtune.datasets.alpaca_dataset\"\n";
@@ -56,6 +65,32 @@ TEST(TorchtuneKeyRewrites, MovedFsdpKeysLeaveTheTopLevel) {
   EXPECT_EQ(c.root.table("parallelism").get<std::int64_t>("data_parallel_shard_dim"), 2);
   EXPECT_FALSE(c.root.has("fsdp_cpu_offload"));
   EXPECT_FALSE(c.root.has("data_parallel_shard_dim"));
+}
+
+// A moved key's problems name the line the user wrote it on (YAML), the file (TOML) or the command
+// line, as the key it was moved from would: never the command line for a key from the file.
+TEST(TorchtuneKeyRewrites, MovedKeysKeepWhereTheyWereWritten) {
+  const std::string yaml = "seed: 0\n\nfsdp_cpu_offload: sometimes\ncollate_fn: acme.collate\n";
+  auto cpu_offload = [](const Loaded& c) {
+    return error_of<ft::ConfigError>([&] { c.root.table("parallelism").get<bool>("cpu_offload"); });
+  };
+  Loaded from_yaml = load(yaml, "run.yaml");
+  fthost::rewrite_torchtune_keys(*from_yaml.doc, from_yaml.root, /*world_size=*/2, /*rank=*/1);
+  EXPECT_EQ(from_file_name(cpu_offload(from_yaml), "run.yaml"),
+            "run.yaml:3: parallelism.cpu_offload: expected a boolean, got string \"sometimes\"");
+  EXPECT_EQ(from_file_name(from_yaml.root.table("collate").origin("_component_"), "run.yaml"), "run.yaml:4");
+  // The strategy fthost chose was written by no one: it names the file, not the command line.
+  EXPECT_EQ(from_file_name(from_yaml.root.table("parallelism").origin("_component_"), "run.yaml"), "run.yaml");
+
+  Loaded from_toml = load("fsdp_cpu_offload = \"sometimes\"\n", "run.toml");
+  fthost::rewrite_torchtune_keys(*from_toml.doc, from_toml.root, /*world_size=*/2, /*rank=*/1);
+  EXPECT_EQ(from_file_name(cpu_offload(from_toml), "run.toml"),
+            "run.toml: parallelism.cpu_offload: expected a boolean, got string \"sometimes\"");
+
+  Loaded overridden = load(yaml, "run.yaml", {"fsdp_cpu_offload=never", "collate_fn=acme.other"});
+  fthost::rewrite_torchtune_keys(*overridden.doc, overridden.root, /*world_size=*/2, /*rank=*/1);
+  EXPECT_EQ(cpu_offload(overridden), "command line: parallelism.cpu_offload: expected a boolean, got string \"never\"");
+  EXPECT_EQ(overridden.root.table("collate").origin("_component_"), "command line");
 }
 
 TEST(TorchtuneKeyRewrites, TopLevelFsdpKeyBesideAParallelismTableIsRefused) {

@@ -188,6 +188,14 @@ TEST(YamlConfig, ErrorsNameFileLineAndKey) {
   auto overridden = load_yaml("optimizer:\n  lr: 1\n", {"optimizer.lr=fast"});
   EXPECT_EQ(error_of<ft::ConfigError>([&] { overridden.table("optimizer").get<double>("lr"); }),
             "command line: optimizer.lr: expected a number, got string \"fast\"");
+  // So do a table an override makes and a key it sets beside the file's keys; the file's keys
+  // keep their lines.
+  auto made =
+      load_yaml("batch_size: 2\noptimizer:\n  lr: 1\n", {"mixed_precision.enabled=true", "optimizer.betas=fast"});
+  EXPECT_EQ(made.origin("mixed_precision"), "command line");
+  EXPECT_EQ(made.table("optimizer").origin("betas"), "command line");
+  EXPECT_EQ(from_file_name(made.table("optimizer").origin("lr")), "run.yaml:3");
+  EXPECT_EQ(from_file_name(made.origin("batch_size")), "run.yaml:1");
 
   struct Case {
     std::string text, message;
