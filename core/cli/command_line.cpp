@@ -35,6 +35,8 @@ po::options_description visible_options() {
       "Usage:\n"
       "  fthost --config run.toml [key=value ...] [~key ...]   train\n"
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
+      "  fthost --nnodes M --node-rank R --master-addr A --master-port P --nproc-per-node N ...\n"
+      "                                                        node R of an M-node job (docs/distributed.md)\n"
       "  fthost validate --config run.toml [overrides]        check every component, no training\n"
       "                                                        (or `fthost validate run.toml`, as tune's)\n"
       "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
@@ -56,8 +58,17 @@ po::options_description visible_options() {
       "plugin-dir", po::value<std::vector<std::string>>()->composing(),
       "extra plugin directory or library (repeatable)")("verbose,v", po::bool_switch(), "ls: show schemas")(
       "nproc-per-node", po::value<int>(), "start N ranks on this machine (distributed training)")(
-      "nproc_per_node", po::value<int>(), "the same, as torchtune spells it")("force", po::bool_switch(),
-                                                                              "cp: overwrite an existing destination")(
+      "nproc_per_node", po::value<int>(), "the same, as torchtune spells it")(
+      "nnodes", po::value<int>(), "machines in the job (torchrun's static rendezvous; default 1)")(
+      "node-rank", po::value<int>(), "this machine's place among them, 0 to nnodes-1")(
+      "node_rank", po::value<int>(), "the same")("master-addr", po::value<std::string>(),
+                                                 "address of node 0, reachable from every node")(
+      "master_addr", po::value<std::string>(), "the same")(
+      "master-port", po::value<int>(), "rendezvous port on node 0")("master_port", po::value<int>(), "the same")(
+      "max-restarts", po::value<int>(),
+      "restart this node's ranks after a failure up to N times, resuming from "
+      "the newest complete checkpoint")("max_restarts", po::value<int>(), "the same")(
+      "force", po::bool_switch(), "cp: overwrite an existing destination")(
       "make-parents", po::bool_switch(), "cp: create the destination's missing directories")(
       "write-manifest", po::value<std::string>(),
       "plugins: write LIB.manifest.json for the plugin library LIB (what ls and validate read instead of loading it)");
@@ -65,33 +76,43 @@ po::options_description visible_options() {
   return visible;
 }
 
-// `fthost --nproc-per-node N ...`: the same command line, without the option (either spelling),
-// for each rank.
-int launch_local(int argc, char** argv, int nproc, const Invocation& inv) {
+// The launcher's options, with a value each, in both of torchrun's spellings.
+const std::vector<std::string> kLauncherOptions = {"nproc-per-node", "nproc_per_node", "nnodes",      "node-rank",
+                                                   "node_rank",      "master-addr",    "master_addr", "master-port",
+                                                   "master_port",    "max-restarts",   "max_restarts"};
+
+// `fthost --nproc-per-node N ...` (and the multi-node options): the same command line, without
+// the launcher's options (either spelling), for each rank.
+int launch_local(int argc, char** argv, const LaunchPlan& plan, const Invocation& inv) {
   if (std::getenv("RANK")) {
     std::cerr << "fthost: error: --nproc-per-node: this process is already rank " << std::getenv("RANK")
               << " of a launched job; give --nproc-per-node to the outer command only\n";
     return 2;
   }
+  check_launch_plan(plan);
   // Every rank would load the config and print the same error: it is checked once, here, before
   // any rank starts (its errors reach run_command_line's one message). `data --packed` edits the
   // datasets in the training library first, so its ranks check what they read themselves.
-  if (nproc >= 1 && is_training_command(inv) && !(inv.command == "data" && inv.data.packed)) {
+  if (is_training_command(inv) && !(inv.command == "data" && inv.data.packed)) {
     check_invocation(inv);
-    check_config_before_launch(inv, nproc);
+    check_config_before_launch(inv, plan.nnodes * plan.nproc_per_node);
   }
   std::vector<std::string> rank_args;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--nproc-per-node" || a == "--nproc_per_node") {
-      ++i;
-      continue;
+    bool launcher_option = false;
+    for (const auto& name : kLauncherOptions) {
+      if (a == "--" + name) {
+        ++i;
+        launcher_option = true;
+      } else if (a.rfind("--" + name + "=", 0) == 0) {
+        launcher_option = true;
+      }
     }
-    if (a.rfind("--nproc-per-node=", 0) == 0 || a.rfind("--nproc_per_node=", 0) == 0) continue;
-    rank_args.push_back(a);
+    if (!launcher_option) rank_args.push_back(a);
   }
   try {
-    return launch_local_ranks(nproc, rank_args);
+    return launch_ranks(plan, rank_args);
   } catch (const ft::Error& e) {
     std::cerr << "fthost: error: " << e.what() << "\n";
     return 2;
@@ -129,13 +150,42 @@ Invocation invocation_of(const po::variables_map& vm) {
   return inv;
 }
 
-// The launcher's rank count from either spelling, if given.
-std::optional<int> nproc_per_node(const po::variables_map& vm) {
-  if (vm.count("nproc-per-node") && vm.count("nproc_per_node"))
-    throw ft::Error("--nproc-per-node and --nproc_per_node are the same option; give it once");
-  if (vm.count("nproc-per-node")) return vm["nproc-per-node"].as<int>();
-  if (vm.count("nproc_per_node")) return vm["nproc_per_node"].as<int>();
+// An option given in either of torchrun's spellings ("node-rank" / "node_rank"), if given.
+template <class T>
+std::optional<T> either_spelling(const po::variables_map& vm, const std::string& dashed) {
+  std::string underscored = dashed;
+  for (char& c : underscored)
+    if (c == '-') c = '_';
+  if (underscored != dashed && vm.count(dashed) && vm.count(underscored))
+    throw ft::Error("--" + dashed + " and --" + underscored + " are the same option; give it once");
+  if (vm.count(dashed)) return vm[dashed].as<T>();
+  if (vm.count(underscored)) return vm[underscored].as<T>();
   return std::nullopt;
+}
+
+// The launch the options ask for: none without --nproc-per-node or --nnodes.
+std::optional<LaunchPlan> launch_plan(const po::variables_map& vm) {
+  const auto nproc = either_spelling<int>(vm, "nproc-per-node");
+  const auto nnodes = either_spelling<int>(vm, "nnodes");
+  const auto node_rank = either_spelling<int>(vm, "node-rank");
+  const auto master_addr = either_spelling<std::string>(vm, "master-addr");
+  const auto master_port = either_spelling<int>(vm, "master-port");
+  const auto max_restarts = either_spelling<int>(vm, "max-restarts");
+  if (!nproc && !nnodes) {
+    if (node_rank || master_addr || master_port || max_restarts)
+      throw ft::Error(
+          "--node-rank, --master-addr, --master-port and --max-restarts are launcher options: give them with "
+          "--nproc-per-node (and --nnodes)");
+    return std::nullopt;
+  }
+  LaunchPlan plan;
+  plan.nproc_per_node = nproc.value_or(1);
+  plan.nnodes = nnodes.value_or(1);
+  plan.node_rank = node_rank.value_or(0);
+  plan.master_addr = master_addr.value_or("");
+  plan.master_port = master_port.value_or(0);
+  plan.max_restarts = max_restarts.value_or(0);
+  return plan;
 }
 
 }  // namespace
@@ -170,7 +220,7 @@ int run_command_line(int argc, char** argv, const TrainingCommands& training) {
   try {
     // The command is checked before ranks start, so a mistake is reported once.
     const Invocation inv = invocation_of(vm);
-    if (const auto nproc = nproc_per_node(vm)) return launch_local(argc, argv, *nproc, inv);
+    if (const auto plan = launch_plan(vm)) return launch_local(argc, argv, *plan, inv);
     if (is_training_command(inv)) {
       check_invocation(inv);
       return training.run_or_data(argc, argv, inv);

@@ -90,16 +90,27 @@ int exit_code_of(int status) {
   return 1;
 }
 
-pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& args) {
+// torchrun's variables for local rank `local` of `plan` on attempt `attempt`.
+pid_t spawn_rank(const LaunchPlan& plan, int local, const std::string& addr, int port, int attempt,
+                 const std::vector<std::string>& args) {
   const pid_t pid = fork();
   if (pid < 0) throw ft::Error("launcher: fork(): " + ft::errno_text(errno));
   if (pid > 0) return pid;
   // Child: its own process group would hide terminal signals; stay in ours so Ctrl-C reaches it.
+  const int rank = plan.node_rank * plan.nproc_per_node + local;
+  const int world = plan.nnodes * plan.nproc_per_node;
   setenv("RANK", std::to_string(rank).c_str(), 1);
-  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-  setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(plan.nproc_per_node).c_str(), 1);
+  setenv("GROUP_RANK", std::to_string(plan.node_rank).c_str(), 1);
+  setenv("GROUP_WORLD_SIZE", std::to_string(plan.nnodes).c_str(), 1);
+  setenv("ROLE_RANK", std::to_string(rank).c_str(), 1);
+  setenv("ROLE_WORLD_SIZE", std::to_string(world).c_str(), 1);
+  setenv("ROLE_NAME", "default", 1);
+  setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(attempt).c_str(), 1);
+  setenv("TORCHELASTIC_MAX_RESTARTS", std::to_string(plan.max_restarts).c_str(), 1);
+  setenv("MASTER_ADDR", addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   setenv("FTHOST_LAUNCHER", "1", 1);
   std::vector<char*> argv;
@@ -110,20 +121,19 @@ pid_t spawn_rank(int rank, int nproc, int port, const std::vector<std::string>& 
   _exit(127);
 }
 
-}  // namespace
-
-int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
-  if (nproc < 1) throw ft::Error("--nproc-per-node: expected at least 1, got " + std::to_string(nproc));
-  const int port = free_rendezvous_port();
-  struct sigaction action {};
-  action.sa_handler = remember_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-
+// One attempt: starts this node's ranks and waits for them all; the exit code.
+int run_attempt(const LaunchPlan& plan, int attempt, const std::vector<std::string>& rank_args) {
+  const std::string addr = plan.master_addr.empty() ? "127.0.0.1" : plan.master_addr;
+  const int port = plan.master_port > 0 ? plan.master_port : free_rendezvous_port();
+  const int nproc = plan.nproc_per_node;
+  const int first = plan.node_rank * nproc;
   std::vector<pid_t> pids;
-  for (int r = 0; r < nproc; ++r) pids.push_back(spawn_rank(r, nproc, port, rank_args));
-  ft::log::info("launcher: started {} ranks (rendezvous 127.0.0.1:{})", nproc, port);
+  for (int r = 0; r < nproc; ++r) pids.push_back(spawn_rank(plan, r, addr, port, attempt, rank_args));
+  if (plan.nnodes > 1)
+    ft::log::info("launcher: node {} of {}: started ranks {}-{} of {} (rendezvous {}:{})", plan.node_rank, plan.nnodes,
+                  first, first + nproc - 1, plan.nnodes * nproc, addr, port);
+  else
+    ft::log::info("launcher: started {} ranks (rendezvous {}:{})", nproc, addr, port);
 
   int running = nproc;
   int result = 0;
@@ -144,13 +154,14 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
-      --running;
       for (int r = 0; r < nproc; ++r) {
         if (pids[r] != pid) continue;
+        --running;
         pids[r] = -1;
         const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (failed && !stopping) {
-          ft::log::error("launcher: rank {} (pid {}) {}; stopping the other ranks", r, pid, describe_status(status));
+          ft::log::error("launcher: rank {} (pid {}) {}; stopping the other ranks", first + r, pid,
+                         describe_status(status));
           result = exit_code_of(status);
           stop_others(SIGTERM);
           stopping = true;
@@ -169,6 +180,53 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return result;
+}
+
+}  // namespace
+
+void check_launch_plan(const LaunchPlan& plan) {
+  if (plan.nproc_per_node < 1)
+    throw ft::Error("--nproc-per-node: expected at least 1, got " + std::to_string(plan.nproc_per_node));
+  if (plan.nnodes < 1) throw ft::Error("--nnodes: expected at least 1, got " + std::to_string(plan.nnodes));
+  if (plan.node_rank < 0 || plan.node_rank >= plan.nnodes)
+    throw ft::Error("--node-rank " + std::to_string(plan.node_rank) + ": expected 0 to " +
+                    std::to_string(plan.nnodes - 1) + " (below --nnodes " + std::to_string(plan.nnodes) + ")");
+  if (plan.nnodes > 1 && (plan.master_addr.empty() || plan.master_port <= 0))
+    throw ft::Error("--nnodes " + std::to_string(plan.nnodes) +
+                    ": every node needs --master-addr and --master-port, the address of node 0 (node rank 0, which "
+                    "runs rank 0) that every node reaches, and a free port there");
+  if (plan.master_port < 0 || plan.master_port > 65535)
+    throw ft::Error("--master-port " + std::to_string(plan.master_port) + ": expected a port, 1 to 65535");
+  if (plan.max_restarts < 0)
+    throw ft::Error("--max-restarts: expected 0 or more, got " + std::to_string(plan.max_restarts));
+}
+
+int launch_ranks(const LaunchPlan& plan, const std::vector<std::string>& rank_args) {
+  check_launch_plan(plan);
+  struct sigaction action {};
+  action.sa_handler = remember_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  std::vector<std::string> args = rank_args;
+  for (int attempt = 0;; ++attempt) {
+    const int result = run_attempt(plan, attempt, args);
+    if (result == 0 || forwarded_signal || attempt >= plan.max_restarts) return result;
+    ft::log::warn(
+        "launcher: restarting this node's ranks (restart {} of {}); they resume from the newest complete "
+        "checkpoint",
+        attempt + 1, plan.max_restarts);
+    // A restart continues the run: every rank reads the same newest complete checkpoint (on every
+    // node the same when output_dir is shared).
+    if (attempt == 0) args.push_back("resume_from_checkpoint=true");
+  }
+}
+
+int launch_local_ranks(int nproc, const std::vector<std::string>& rank_args) {
+  LaunchPlan plan;
+  plan.nproc_per_node = nproc;
+  return launch_ranks(plan, rank_args);
 }
 
 }  // namespace fthost

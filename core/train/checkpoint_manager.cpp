@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -66,6 +68,92 @@ ft::TrainingCheckpointStorage& storage_of(ft::Checkpointer& checkpointer) {
   return *storage;
 }
 
+// Why the checkpoint in `dir` cannot be resumed from ("" when every file its manifest lists is
+// there with the recorded size and its safetensors headers are whole): a checkpoint can be
+// damaged after it was completed (a disk filling up on copy, a host lost while a copy was made).
+std::string defect_of(const std::string& dir, const RecipeStateManifest& manifest) {
+  for (const auto& [name, size] : manifest.file_sizes) {
+    const fs::path file = fs::path(dir) / name;
+    std::error_code ec;
+    const auto actual = fs::file_size(file, ec);
+    if (ec) return file.string() + " is missing";
+    if (actual != size)
+      return file.string() + " has " + std::to_string(actual) + " bytes, the manifest records " + std::to_string(size) +
+             " (truncated or modified)";
+    if (file.extension() == ".safetensors") {
+      // The 8-byte little-endian header length, then a JSON object of that length.
+      std::ifstream in(file, std::ios::binary);
+      std::uint64_t header = 0;
+      in.read(reinterpret_cast<char*>(&header), sizeof header);
+      char first = 0;
+      if (!in || header < 2 || header > actual - 8 || !in.get(first) || first != '{')
+        return file.string() + " is not a whole safetensors file (its header is damaged)";
+    }
+  }
+  for (const auto& name : manifest.optimizer_files)
+    if (!fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string() + " is missing";
+  return "";
+}
+
+// `resume_from_checkpoint = true`: the newest checkpoint that is intact. A newer one whose
+// manifest cannot be read or whose files are missing, truncated or damaged is refused with the
+// reason, and the one before it tried; when every one is damaged, the run stops rather than
+// start over (which would overwrite them).
+std::optional<ResumePoint> newest_intact_checkpoint(const std::string& output_dir) {
+  struct Candidate {
+    std::string tag, dir;
+    std::int64_t steps_run = 0;
+    RecipeStateManifest manifest;
+  };
+  std::vector<Candidate> readable;
+  std::vector<std::string> refused;
+  std::error_code ec;
+  if (fs::is_directory(output_dir, ec)) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
+      const std::string name = entry.path().filename().string();
+      const bool tag = (name.rfind("epoch_", 0) == 0 || name.rfind("step_", 0) == 0) &&
+                       name.find_first_not_of("0123456789", name.find('_') + 1) == std::string::npos &&
+                       name.back() != '_';
+      const std::string manifest = manifest_path_in(entry.path().string());
+      if (!entry.is_directory() || !tag || !fs::exists(manifest)) continue;
+      try {
+        RecipeStateManifest m = read_manifest(manifest);
+        readable.push_back({name, entry.path().string(), m.progress.steps_run, std::move(m)});
+      } catch (const ft::Error& e) {
+        refused.push_back(e.what());
+        ft::log::warn("resume_from_checkpoint: refusing {}: {}", entry.path().string(), e.what());
+      }
+    }
+  }
+  std::sort(readable.begin(), readable.end(), [](const Candidate& a, const Candidate& b) {
+    const bool a_epoch = a.tag.rfind("epoch_", 0) == 0, b_epoch = b.tag.rfind("epoch_", 0) == 0;
+    return std::tie(a.steps_run, a_epoch, a.tag) < std::tie(b.steps_run, b_epoch, b.tag);
+  });
+  for (auto it = readable.rbegin(); it != readable.rend(); ++it) {
+    const std::string defect = defect_of(it->dir, it->manifest);
+    if (!defect.empty()) {
+      refused.push_back(it->dir + ": " + defect);
+      ft::log::warn("resume_from_checkpoint: refusing {}: {}; trying the previous complete checkpoint", it->dir,
+                    defect);
+      continue;
+    }
+    if (!refused.empty()) ft::log::warn("resume_from_checkpoint: resuming from {} instead", it->dir);
+    ResumePoint point;
+    point.dir = it->dir;
+    point.manifest_path = manifest_path_in(it->dir);
+    point.manifest = std::move(it->manifest);
+    return point;
+  }
+  if (!refused.empty()) {
+    std::string reasons;
+    for (const auto& r : refused) reasons += "\n  " + r;
+    throw ft::Error("resume_from_checkpoint: every checkpoint in " + output_dir +
+                    " is damaged; not starting over (that would replace them). Refused:" + reasons);
+  }
+  ft::log::warn("resume_from_checkpoint: no complete checkpoint in {} yet; training from the beginning", output_dir);
+  return std::nullopt;
+}
+
 }  // namespace
 
 void load_resumed_model(ft::Checkpointer& checkpointer, ft::Model& model, const ResumePoint& point) {
@@ -82,15 +170,7 @@ std::optional<ResumePoint> find_resume_point(const CheckpointSettings& s) {
         throw ft::Error("resume_from_checkpoint: " + s.resume_path + " is not a directory");
       point.dir = s.resume_path;
       break;
-    case CheckpointSettings::Resume::Newest: {
-      const auto found = complete_checkpoints(s.dir);
-      if (found.empty()) {
-        ft::log::warn("resume_from_checkpoint: no complete checkpoint in {} yet; training from the beginning", s.dir);
-        return std::nullopt;
-      }
-      point.dir = found.back().dir;
-      break;
-    }
+    case CheckpointSettings::Resume::Newest: return newest_intact_checkpoint(s.dir);
   }
   point.manifest_path = manifest_path_in(point.dir);
   point.manifest = read_manifest(point.manifest_path);
@@ -175,7 +255,7 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   Snapshot snap;
   snap.started = Clock::now();
   snap.tag = tag;
-  snap.staging = staging_dir_for(s_.dir, tag, run_id_);
+  snap.staging = ft::staging_directory((fs::path(s_.dir) / tag).string(), run_id_);
   snap.progress = progress;
   snap.sharded = parts_.parallelism->shards_optimizer_state();
   snap.rank = rank;

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -57,6 +58,39 @@ std::vector<pid_t> start_ranks(const NetnsHosts& hosts, int ranks_per_host, cons
   return pids;
 }
 
+// One fthost launcher per host (`fthost --nnodes N --node-rank R ...`), torchrun's options
+// with dashes on even hosts and underscores on odd ones. Logs: <out>/node<h>.log.
+std::vector<pid_t> start_launchers(const NetnsHosts& hosts, int ranks_per_host, const std::string& config,
+                                   const std::vector<std::string>& overrides, const std::string& out,
+                                   const std::vector<std::string>& launcher_options = {}) {
+  std::vector<pid_t> pids;
+  for (int h = 0; h < hosts.count(); ++h) {
+    const std::string sep = h % 2 ? "_" : "-";
+    std::vector<std::string> argv{FTHOST_BINARY,
+                                  "--nnodes",
+                                  std::to_string(hosts.count()),
+                                  "--node" + sep + "rank",
+                                  std::to_string(h),
+                                  "--master" + sep + "addr",
+                                  NetnsHosts::address_of(0),
+                                  "--master" + sep + "port=29500",
+                                  "--nproc" + sep + "per" + sep + "node",
+                                  std::to_string(ranks_per_host)};
+    argv.insert(argv.end(), launcher_options.begin(), launcher_options.end());
+    argv.insert(argv.end(), {"--config", config});
+    argv.insert(argv.end(), overrides.begin(), overrides.end());
+    pids.push_back(hosts.spawn(h, argv, {}, out + "/node" + std::to_string(h) + ".log"));
+  }
+  return pids;
+}
+
+std::string node_logs(const std::string& out, int nodes) {
+  std::string text;
+  for (int h = 0; h < nodes; ++h)
+    text += "--- node " + std::to_string(h) + "\n" + fttest::read_file(out + "/node" + std::to_string(h) + ".log");
+  return text;
+}
+
 // Waits for every pid; their exit statuses.
 std::vector<int> wait_all(const std::vector<pid_t>& pids) {
   std::vector<int> statuses;
@@ -99,7 +133,7 @@ std::vector<std::string> trajectory(const std::string& out) {
 // loopback): the same losses bitwise, the same final weights byte for byte, and both within the
 // fixtures' tolerance of torchtune's single-process trajectory.
 void expect_hosts_match_one_host(int hosts_count, int ranks_per_host, const std::vector<std::string>& overrides,
-                                 int batch_size) {
+                                 int batch_size, bool with_launchers) {
   const std::string one_host = fttest::temp_dir();
   std::string joined;
   for (const auto& o : overrides) joined += " " + o;
@@ -110,11 +144,12 @@ void expect_hosts_match_one_host(int hosts_count, int ranks_per_host, const std:
 
   const std::string across = fttest::temp_dir();
   NetnsHosts hosts(hosts_count);
-  const auto pids =
-      start_ranks(hosts, ranks_per_host,
-                  fttest::write_temp("run.toml", config_for(kCase, kLoss, across, batch_size, 1)), overrides, across);
+  const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, across, batch_size, 1));
+  const auto pids = with_launchers ? start_launchers(hosts, ranks_per_host, config, overrides, across)
+                                   : start_ranks(hosts, ranks_per_host, config, overrides, across);
   const auto statuses = wait_all(pids);
-  const std::string logs = logs_of(across, hosts_count * ranks_per_host);
+  const std::string logs =
+      with_launchers ? node_logs(across, hosts_count) : logs_of(across, hosts_count * ranks_per_host);
   for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
   // Each rank bound the interface that reaches the master, not loopback (or the host name's address).
   EXPECT_NE(logs.find("this rank on " + NetnsHosts::address_of(0) + " (eth0)"), std::string::npos) << logs;
@@ -164,13 +199,36 @@ TEST_F(MultiNode, TestBedLinksHostsAndRemovesThemAtTheEnd) {
 }
 
 TEST_F(MultiNode, FsdpOverTwoHostsMatchesOneHost) {
-  expect_hosts_match_one_host(2, 1, {"parallelism._component_=fthost.parallelism.fsdp"}, 2);
+  expect_hosts_match_one_host(2, 1, {"parallelism._component_=fthost.parallelism.fsdp"}, 2, false);
 }
 
-// HSDP with the replica dimension across hosts: each host holds one shard group.
+// HSDP with the replica dimension across hosts: each host holds one shard group. Started by one
+// fthost launcher per host.
 TEST_F(MultiNode, HsdpReplicasAcrossTwoHostsMatchOneHost) {
   expect_hosts_match_one_host(
-      2, 2, {"parallelism._component_=fthost.parallelism.hsdp", "parallelism.data_parallel_replicate_dim=2"}, 1);
+      2, 2, {"parallelism._component_=fthost.parallelism.hsdp", "parallelism.data_parallel_replicate_dim=2"}, 1, true);
+}
+
+// The launcher's multi-node options are checked before anything starts, naming the option.
+TEST(MultiNodeLaunch, InconsistentOptionsAreRefused) {
+  const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, fttest::temp_dir(), 1, 1));
+  struct Case {
+    std::string options, expected;
+  };
+  for (const Case& c : {
+           Case{"--nnodes 2 --node-rank 2 --master-addr 10.0.0.1 --master-port 29500",
+                "--node-rank 2: expected 0 to 1"},
+           Case{"--nnodes 2 --node_rank 1 --nproc-per-node 2", "every node needs --master-addr and --master-port"},
+           Case{"--nnodes 0", "--nnodes: expected at least 1"},
+           Case{"--node-rank 1 --master-addr 10.0.0.1", "launcher options: give them with --nproc-per-node"},
+           Case{"--node-rank 1 --node_rank 1 --nnodes 2", "--node-rank and --node_rank are the same option"},
+           Case{"--nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 70000", "--master-port 70000"},
+           Case{"--nproc-per-node 2 --max-restarts -1", "--max-restarts: expected 0 or more"},
+       }) {
+    const auto r = fttest::run_fthost(c.options + " --config " + config);
+    EXPECT_EQ(r.exit_code, 2) << c.options << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.options << "\n" << r.output;
+  }
 }
 
 // A job of 2 hosts x 1 rank that trains until stopped: long enough to fail mid-step.
@@ -243,6 +301,79 @@ TEST_F(MultiNode, CutLinkEndsBothSidesWithinTheTimeout) {
               seconds1, timeout_s, failure_line(fttest::read_file(job.out + "/rank0.log")).c_str());
   EXPECT_TRUE(job.hosts->processes_on(0).empty());
   EXPECT_TRUE(job.hosts->processes_on(1).empty());
+}
+
+// `--max-restarts 1`: a rank killed mid-training makes both nodes' launchers restart their
+// ranks, which resume from the newest complete checkpoint and end with the weights of a run that
+// was never interrupted.
+TEST_F(MultiNode, MaxRestartsResumeAndEndWithTheUninterruptedWeights) {
+  const std::vector<std::string> overrides{"epochs=6", "save_every_n_steps=4"};
+  const std::string reference = fttest::temp_dir();
+  const auto single = fttest::run_fthost("--nproc-per-node 2 --config " +
+                                         fttest::write_temp("run.toml", config_for(kCase, kLoss, reference, 1, 1)) +
+                                         " epochs=6 save_every_n_steps=4");
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+
+  const std::string out = fttest::temp_dir();
+  NetnsHosts hosts(2);
+  const auto launchers = start_launchers(hosts, 1, fttest::write_temp("run.toml", config_for(kCase, kLoss, out, 1, 1)),
+                                         overrides, out, {"--max-restarts", "1"});
+  // Kill host 1's rank (not its launcher) once a few checkpoints exist.
+  pid_t victim = 0;
+  for (int i = 0; i < 3000 && !victim; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (read_jsonl(out + "/logs/metrics.jsonl").size() < 10) continue;
+    for (pid_t p : hosts.processes_on(1))
+      if (p != launchers[1]) victim = p;
+  }
+  ASSERT_NE(victim, 0) << node_logs(out, 2);
+  kill(victim, SIGKILL);
+  const auto statuses = wait_all(launchers);
+  const std::string logs = node_logs(out, 2);
+  for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
+  EXPECT_NE(logs.find("restarting this node's ranks (restart 1 of 1)"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("resum"), std::string::npos) << logs;
+  const std::string weights = fttest::read_file(reference + "/epoch_5/model.safetensors");
+  EXPECT_FALSE(weights.empty());
+  EXPECT_TRUE(fttest::read_file(out + "/epoch_5/model.safetensors") == weights) << logs;
+  EXPECT_TRUE(hosts.processes_on(0).empty());
+  EXPECT_TRUE(hosts.processes_on(1).empty());
+}
+
+// The newest checkpoint damaged (host 1's optimizer shard truncated, as a copy cut short
+// leaves it): resume_from_checkpoint = true refuses it saying why, resumes from the one before,
+// and the run ends bitwise where the undamaged run ended.
+TEST_F(MultiNode, DamagedNewestCheckpointFallsBackToThePreviousOne) {
+  NetnsHosts hosts(2);
+  const std::string reference = fttest::temp_dir();
+  const std::vector<std::string> saving{"save_every_n_steps=4"};
+  auto pids = start_ranks(hosts, 1, fttest::write_temp("run.toml", config_for(kCase, kLoss, reference, 1, 1)), saving,
+                          reference);
+  for (int s : wait_all(pids)) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs_of(reference, 2);
+
+  const std::string out = fttest::temp_dir();
+  for (const char* tag : {"step_4", "step_8"})
+    boost::filesystem::create_directories(out + "/" + tag),
+        fttest::run_shell("cp -r " + reference + "/" + tag + "/. " + out + "/" + tag);
+  const std::string shard = out + "/step_8/recipe_state/optimizer-rank-00001-of-00002.safetensors";
+  ASSERT_TRUE(boost::filesystem::exists(shard));
+  boost::filesystem::resize_file(shard, boost::filesystem::file_size(shard) / 2);
+
+  pids = start_ranks(hosts, 1, fttest::write_temp("run.toml", config_for(kCase, kLoss, out, 1, 1)),
+                     {"save_every_n_steps=4", "resume_from_checkpoint=true"}, out);
+  const auto statuses = wait_all(pids);
+  const std::string logs = logs_of(out, 2);
+  for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
+  EXPECT_NE(logs.find("refusing " + out + "/step_8: " + shard), std::string::npos) << logs;
+  EXPECT_NE(logs.find("truncated"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("resuming from " + out + "/step_4 instead"), std::string::npos) << logs;
+  const auto expected = trajectory(reference);
+  const auto resumed = trajectory(out);
+  ASSERT_EQ(resumed.size(), expected.size() - 4) << logs;
+  EXPECT_TRUE(std::equal(resumed.begin(), resumed.end(), expected.begin() + 4)) << logs;
+  const std::string weights = fttest::read_file(reference + "/epoch_0/model.safetensors");
+  EXPECT_FALSE(weights.empty());
+  EXPECT_TRUE(fttest::read_file(out + "/epoch_0/model.safetensors") == weights) << logs;
 }
 
 }  // namespace
