@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -28,20 +29,12 @@ bool is_checkpoint_tag(std::string_view name) {
   return false;
 }
 
-// `.<tag>.<role>-<id>`: sets `tag` and `role` when `name` is a leftover of the protocol.
-bool parse_leftover_name(const std::string& name, std::string& tag, std::string& role) {
-  if (name.size() < 2 || name[0] != '.') return false;
-  const auto tag_end = name.find('.', 1);
-  const auto dash = name.rfind('-');
-  if (tag_end == std::string::npos || dash == std::string::npos || dash < tag_end) return false;
-  const std::string_view view(name);
-  const std::string_view candidate_tag = view.substr(1, tag_end - 1);
-  const std::string_view candidate_role = view.substr(tag_end + 1, dash - tag_end - 1);
-  if (!is_checkpoint_tag(candidate_tag) || !all_digits(view.substr(dash + 1))) return false;
-  if (candidate_role != "partial" && candidate_role != "deleting" && candidate_role != "old") return false;
-  tag = std::string(candidate_tag);
-  role = std::string(candidate_role);
-  return true;
+// A leftover of the durable-directory protocol belonging to a checkpoint; other hidden names
+// (`.cache`, another tool's `.best.partial-1`) are not ours to remove.
+std::optional<ft::HiddenSiblingName> checkpoint_leftover(const std::string& file_name) {
+  std::optional<ft::HiddenSiblingName> hidden = ft::parse_hidden_sibling(file_name);
+  if (!hidden || !is_checkpoint_tag(hidden->name)) return std::nullopt;
+  return hidden;
 }
 
 void remove_or_throw(const fs::path& path) {
@@ -77,19 +70,18 @@ InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_
   if (!fs::is_directory(output_dir, ec)) return result;
   struct Leftover {
     fs::path path;
-    std::string tag, role;
+    ft::HiddenSiblingName hidden;
   };
   std::vector<Leftover> leftovers;
-  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
-    Leftover l{entry.path(), {}, {}};
-    if (parse_leftover_name(entry.path().filename().string(), l.tag, l.role)) leftovers.push_back(std::move(l));
-  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(output_dir))
+    if (auto hidden = checkpoint_leftover(entry.path().filename().string()))
+      leftovers.push_back({entry.path(), std::move(*hidden)});
   // Sorted by name, so which of several moved-aside copies is restored does not depend on the
   // directory's order.
   std::sort(leftovers.begin(), leftovers.end(), [](const Leftover& a, const Leftover& b) { return a.path < b.path; });
   for (const Leftover& l : leftovers) {
-    const fs::path tag_dir = fs::path(output_dir) / l.tag;
-    if (l.role == "old" && !fs::exists(fs::symlink_status(tag_dir, ec))) {
+    const fs::path tag_dir = fs::path(output_dir) / l.hidden.name;
+    if (l.hidden.role == ft::HiddenRole::Replaced && !fs::exists(fs::symlink_status(tag_dir, ec))) {
       fs::rename(l.path, tag_dir, ec);
       if (ec)
         throw ft::Error("cannot restore the checkpoint " + l.path.string() +
@@ -102,10 +94,6 @@ InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_
   }
   if (!leftovers.empty()) ft::fsync_path(output_dir);
   return result;
-}
-
-std::string staging_dir_for(const std::string& output_dir, const std::string& tag, std::int64_t run_id) {
-  return (fs::path(output_dir) / ("." + tag + ".partial-" + std::to_string(run_id))).string();
 }
 
 }  // namespace fthost

@@ -1,9 +1,9 @@
 // The directory protocol of training checkpoints in an output directory. A complete checkpoint
 // is a visible `epoch_N/` or `step_N/` holding `recipe_state/manifest.json`; it appears in one
-// rename (or exchange) of a fully written and synced hidden `.<tag>.partial-<id>/`, and
-// disappears by first being renamed to a hidden `.<tag>.deleting-<id>/` (ft/durable_files.h
-// does both). Hidden directories are never resumed from; whatever a crash leaves of them is
-// cleaned up at the next start.
+// rename (or exchange) of a fully written and synced hidden staging directory
+// (ft::staging_directory), and disappears by first being renamed to a hidden deleting name
+// (ft/durable_files.h names them and states who removes what). Hidden directories are never
+// resumed from; whatever a crash leaves of them is cleaned up at the next start.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,5 @@ struct InterruptedCheckpoints {
 // replaced: when `<tag>` is missing (the crash came before its replacement was renamed in) the
 // first of them is renamed back to `<tag>`, otherwise they are removed.
 InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_dir);
-
-std::string staging_dir_for(const std::string& output_dir, const std::string& tag, std::int64_t run_id);
 
 }  // namespace fthost

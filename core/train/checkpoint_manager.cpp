@@ -255,7 +255,7 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   Snapshot snap;
   snap.started = Clock::now();
   snap.tag = tag;
-  snap.staging = staging_dir_for(s_.dir, tag, run_id_);
+  snap.staging = ft::staging_directory((fs::path(s_.dir) / tag).string(), run_id_);
   snap.progress = progress;
   snap.sharded = parts_.parallelism->shards_optimizer_state();
   snap.rank = rank;

@@ -6,9 +6,9 @@
 //
 // Saving writes `<output_dir>/<tag>/` as a model directory Hugging Face's from_pretrained reads:
 // the weights (sharded like HF above max_shard_size), config.json and the source directory's
-// tokenizer/generation files. It is built in a hidden `.<tag>.partial-<pid>` directory and
-// installed only when complete and synced (ft/durable_files.h), so `<tag>` is always a whole
-// checkpoint.
+// tokenizer/generation files. It is built in the hidden staging directory ft::staging_directory
+// names (with this process's pid) and installed only when complete and synced
+// (ft/durable_files.h), so `<tag>` is always a whole checkpoint.
 //
 // It also stores the host's training checkpoints (ft::TrainingCheckpointStorage): the same
 // model directory, written into the host's staging directory, and safetensors tensor files.
@@ -216,11 +216,10 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     const auto start = ft::Clock::now();
     const fs::path out(s_.output_dir);
     fs::create_directories(out);
-    const std::string pid = std::to_string(::getpid());
-    // Hidden and suffixed, so neither the partial nor the replaced directory is ever mistaken
-    // for a checkpoint (the host's checkpoint manager removes ones left by a crash).
-    const fs::path partial = out / ("." + tag + ".partial-" + pid);
     const fs::path final_dir = out / tag;
+    // Hidden, so never mistaken for a checkpoint; ours to remove if this save fails, the host's
+    // to remove if a crash leaves it (the contract in ft/durable_files.h).
+    const fs::path partial = ft::staging_directory(final_dir.string(), ::getpid());
 
     std::vector<ft::NamedTensor> tensors;
     for (const ft::NamedTensor& p : model.hf_parameters()) tensors.push_back({p.name, ft::checkpoint_value(p), {}});

@@ -81,7 +81,7 @@ bool cannot_exchange_here(int err) { return err == EINVAL || err == ENOSYS || er
 // File systems without the exchange: old aside, new in, old deleted. A crash in between leaves
 // the old directory complete under the hidden `.old-` name, never a torn `final_dir`.
 void install_moving_aside(const std::string& staged, const std::string& final_dir, const DirectoryRenames& renames) {
-  const std::string aside = hidden_sibling(final_dir, "old");
+  const std::string aside = hidden_sibling(final_dir, HiddenRole::Replaced);
   remove_tree(aside);  // left by an earlier failed install of this process
   rename_or_throw(renames, final_dir, aside);
   if (renames.rename(staged, final_dir) != 0) {
@@ -206,7 +206,7 @@ void install_directory(const std::string& staged, const std::string& final_dir, 
 }
 
 void delete_directory(const std::string& dir) {
-  const std::string hidden = hidden_sibling(dir, "deleting");
+  const std::string hidden = hidden_sibling(dir, HiddenRole::Deleting);
   remove_tree(hidden);  // left by an earlier failed deletion of this process
   if (std::rename(dir.c_str(), hidden.c_str()) != 0) {
     const int err = errno;
@@ -216,11 +216,46 @@ void delete_directory(const std::string& dir) {
   remove_tree(hidden);
 }
 
-std::string hidden_sibling(const std::string& dir, const std::string& role) {
+const char* hidden_role_word(HiddenRole role) {
+  switch (role) {
+    case HiddenRole::Staging: return "partial";
+    case HiddenRole::Replaced: return "old";
+    case HiddenRole::Deleting: return "deleting";
+  }
+  return "";
+}
+
+std::string hidden_sibling(const std::string& dir, HiddenRole role, std::int64_t id) {
   fs::path path(dir);
   if (!path.has_filename()) path = path.parent_path();  // "a/b/" names b
-  return (path.parent_path() / ("." + path.filename().string() + "." + role + "-" + std::to_string(::getpid())))
+  return (path.parent_path() /
+          ("." + path.filename().string() + "." + hidden_role_word(role) + "-" + std::to_string(id)))
       .string();
+}
+
+std::string hidden_sibling(const std::string& dir, HiddenRole role) {
+  return hidden_sibling(dir, role, static_cast<std::int64_t>(::getpid()));
+}
+
+std::string staging_directory(const std::string& final_dir, std::int64_t id) {
+  return hidden_sibling(final_dir, HiddenRole::Staging, id);
+}
+
+// Matched by hand rather than with std::regex: a PyTorch wheel exports std::regex instantiations
+// built by another compiler, and a process linking one crashed in them.
+std::optional<HiddenSiblingName> parse_hidden_sibling(const std::string& file_name) {
+  if (file_name.size() < 2 || file_name[0] != '.') return std::nullopt;
+  const std::size_t dash = file_name.rfind('-');
+  if (dash == std::string::npos || dash + 1 == file_name.size() ||
+      file_name.find_first_not_of("0123456789", dash + 1) != std::string::npos)
+    return std::nullopt;
+  const std::size_t dot = file_name.rfind('.', dash);
+  if (dot == std::string::npos || dot < 2) return std::nullopt;  // ".<word>-1" has no name
+  const std::string word = file_name.substr(dot + 1, dash - dot - 1);
+  for (HiddenRole role : {HiddenRole::Staging, HiddenRole::Replaced, HiddenRole::Deleting})
+    if (word == hidden_role_word(role))
+      return HiddenSiblingName{file_name.substr(1, dot - 1), role, file_name.substr(dash + 1)};
+  return std::nullopt;
 }
 
 }  // namespace ft

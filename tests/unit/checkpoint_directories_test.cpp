@@ -5,6 +5,7 @@
 #include "test_helpers.h"
 #include "train/training_state.h"
 
+#include <ft/durable_files.h>
 #include <ft/errors.h>
 
 #include <gtest/gtest.h>
@@ -133,8 +134,21 @@ TEST(RemoveInterruptedCheckpoints, NothingToDoInACleanOrMissingDirectory) {
   EXPECT_TRUE(fthost::remove_interrupted_checkpoints(out.file("absent")).removed.empty());
 }
 
-TEST(CheckpointDirectories, StagingDirectoriesAreHiddenLeftoverNames) {
-  EXPECT_EQ(fthost::staging_dir_for("/runs/out", "step_40", 1234), "/runs/out/.step_40.partial-1234");
+// The host stages with rank 0's pid, a checkpointer plugin with its own: both kinds of staging
+// directory a crash leaves, and the other hidden names, are what the next start cleans up.
+TEST(CheckpointDirectories, EveryHiddenNameTheSaversMakeIsCleanedUpAtTheNextStart) {
+  fttest::TempDir out;
+  make_checkpoint(out.file("step_40"), 40);
+  const std::vector<std::string> left = {
+      ft::staging_directory(out.file("step_48"), 1234),  // the host's save of step_48
+      ft::staging_directory(out.file("epoch_1"), 99),    // a plugin's own save of epoch_1
+      ft::hidden_sibling(out.file("step_40"), ft::HiddenRole::Replaced, 1234),
+      ft::hidden_sibling(out.file("step_32"), ft::HiddenRole::Deleting, 1234)};
+  for (const std::string& dir : left) make_checkpoint(dir, 0);
+  const fthost::InterruptedCheckpoints cleaned = fthost::remove_interrupted_checkpoints(out.str());
+  EXPECT_EQ(std::set<std::string>(cleaned.removed.begin(), cleaned.removed.end()),
+            std::set<std::string>(left.begin(), left.end()));
+  EXPECT_EQ(names_in(out.str()), std::set<std::string>{"step_40"});
 }
 
 }  // namespace

@@ -97,8 +97,40 @@ TEST(DurableFiles, CopyFollowsSymlinksAndErrorsNameTheFile) {
 
 TEST(DurableFiles, HiddenSiblingNamesTheRoleAndThisProcess) {
   const std::string pid = std::to_string(::getpid());
-  EXPECT_EQ(ft::hidden_sibling("/out/epoch_3", "old"), "/out/.epoch_3.old-" + pid);
-  EXPECT_EQ(ft::hidden_sibling("/out/epoch_3/", "deleting"), "/out/.epoch_3.deleting-" + pid);
+  EXPECT_EQ(ft::hidden_sibling("/out/epoch_3", ft::HiddenRole::Replaced), "/out/.epoch_3.old-" + pid);
+  EXPECT_EQ(ft::hidden_sibling("/out/epoch_3/", ft::HiddenRole::Deleting), "/out/.epoch_3.deleting-" + pid);
+}
+
+// The staging name docs/checkpointing.md gives: `<dir>/.<tag>.partial-<id>/`.
+TEST(DurableFiles, StagingDirectoryIsTheHiddenPartialNameWithTheGivenId) {
+  EXPECT_EQ(ft::staging_directory("/runs/out/step_40", 1234), "/runs/out/.step_40.partial-1234");
+  EXPECT_EQ(ft::staging_directory("/runs/out/epoch_0/", 7), "/runs/out/.epoch_0.partial-7");
+  EXPECT_EQ(ft::staging_directory("relative/epoch_0", 7), "relative/.epoch_0.partial-7");
+}
+
+TEST(DurableFiles, ParseHiddenSiblingRecognisesEveryNameTheProtocolMakes) {
+  for (ft::HiddenRole role : {ft::HiddenRole::Staging, ft::HiddenRole::Replaced, ft::HiddenRole::Deleting}) {
+    for (const std::string name : {"epoch_2", "model.v1", "x"}) {
+      const std::string made = fs::path(ft::hidden_sibling("/out/" + name, role, 4242)).filename().string();
+      const auto parsed = ft::parse_hidden_sibling(made);
+      ASSERT_TRUE(parsed.has_value()) << made;
+      EXPECT_EQ(parsed->name, name) << made;
+      EXPECT_EQ(parsed->role, role) << made;
+      EXPECT_EQ(parsed->id, "4242") << made;
+    }
+  }
+  const auto staged = ft::parse_hidden_sibling(".step_8.partial-31");
+  ASSERT_TRUE(staged.has_value());
+  EXPECT_EQ(staged->name, "step_8");
+  EXPECT_EQ(staged->role, ft::HiddenRole::Staging);
+  EXPECT_EQ(staged->id, "31");
+}
+
+TEST(DurableFiles, ParseHiddenSiblingRejectsOtherNames) {
+  for (const std::string other :
+       {"epoch_0", "epoch_0.partial-1", ".cache", ".epoch_0.partial-abc", ".epoch_0.partial-", ".epoch_0.partial-1x",
+        ".epoch_0.staging-1", ".epoch_0.old", ".partial-1", "..partial-1", ".epoch_0-1", ".epoch_0.tmp-1", ""})
+    EXPECT_FALSE(ft::parse_hidden_sibling(other).has_value()) << '"' << other << '"';
 }
 
 TEST(InstallDirectory, IntoAFreeNameIsOneRename) {
@@ -136,7 +168,7 @@ TEST(InstallDirectory, WithoutExchangeMovesTheOldAsideThenRemovesIt) {
   fttest::TempDir out;
   make_checkpoint(out.file("epoch_1"), "old");
   make_checkpoint(out.file(".epoch_1.partial-7"), "new");
-  const std::string aside = ft::hidden_sibling(out.file("epoch_1"), "old");
+  const std::string aside = ft::hidden_sibling(out.file("epoch_1"), ft::HiddenRole::Replaced);
   std::vector<std::pair<std::string, std::string>> calls;
   ft::DirectoryRenames no_exchange{[&](const std::string& from, const std::string& to) {
                                      calls.emplace_back(from, to);
@@ -262,7 +294,7 @@ INSTANTIATE_TEST_SUITE_P(ExchangeAndFallback, InstallCrashPoints, ::testing::Boo
 TEST(DeleteDirectory, RemovesTheDirectoryAndAnEarlierHiddenLeftover) {
   fttest::TempDir out;
   make_checkpoint(out.file("step_4"), "doomed");
-  make_checkpoint(ft::hidden_sibling(out.file("step_4"), "deleting"), "left by an earlier failure");
+  make_checkpoint(ft::hidden_sibling(out.file("step_4"), ft::HiddenRole::Deleting), "left by an earlier failure");
   make_checkpoint(out.file("step_8"), "kept");
   ft::delete_directory(out.file("step_4"));
   EXPECT_EQ(names_in(out.str()), std::set<std::string>{"step_8"});

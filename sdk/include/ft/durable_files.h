@@ -5,19 +5,32 @@
 // fsynced, so after a crash a path holds either the old contents or the complete new ones.
 // A directory (a checkpoint) is built under a hidden staging name and installed with one
 // rename, or one exchange when a directory of that name exists, so the name always refers to a
-// complete directory. Hidden names this protocol creates next to `<dir>/<name>`:
+// complete directory. The hidden names this protocol creates next to `<dir>/<name>`, and who
+// owns each (HiddenRole below spells them; nobody else builds or parses them):
 //
-//   .<name>.old-<pid>        the replaced directory, while the file system cannot exchange
-//   .<name>.deleting-<pid>   a directory being deleted
+//   .<name>.partial-<id>     staging: the directory being written. The saver creates it (the
+//                            host's checkpoint manager for a training checkpoint, `id` rank 0's
+//                            pid so every rank names the same one; a checkpointer plugin for a
+//                            model directory it saves itself, `id` its pid), first removing one
+//                            of that name an earlier failed save of the same id left, and hands
+//                            it to install_directory. A plugin removes its staging directory
+//                            when its save fails; the host leaves a failed one for the next start.
+//   .<name>.old-<id>         the replaced directory, while the file system cannot exchange
+//   .<name>.deleting-<id>    a directory being deleted
 //
-// A crash can leave either; `.<name>.old-<pid>` without a `<name>` is the replaced directory,
-// complete, whose replacement never arrived (see fthost's remove_interrupted_checkpoints).
+// A crash can leave any of them. The host's rank 0 removes them from its output directory at its
+// next start, before any save, for every `<name>` that is a checkpoint tag, `epoch_N` or `step_N`
+// (fthost's remove_interrupted_checkpoints,
+// which finds them with parse_hidden_sibling); `.<name>.old-<id>` without a `<name>` is the
+// replaced directory, complete, whose replacement never arrived, and is renamed back instead.
 #pragma once
 
 #include <ft/export.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace ft {
@@ -63,7 +76,28 @@ FT_API void install_directory(const std::string& staged, const std::string& fina
 // deleting never leaves a partly deleted directory under its name. Throws ft::Error naming it.
 FT_API void delete_directory(const std::string& dir);
 
-// `<parent>/.<name>.<role>-<pid>` for `<parent>/<name>`: the hidden names above.
-FT_API std::string hidden_sibling(const std::string& dir, const std::string& role);
+// The hidden names above, by what they hold.
+enum class HiddenRole { Staging, Replaced, Deleting };
+
+// The role's word in a hidden name: "partial", "old", "deleting".
+FT_API const char* hidden_role_word(HiddenRole role);
+
+// `<parent>/.<name>.<word>-<id>` for `<parent>/<name>` ("a/b/" names b).
+FT_API std::string hidden_sibling(const std::string& dir, HiddenRole role, std::int64_t id);
+// With this process's pid as `id`.
+FT_API std::string hidden_sibling(const std::string& dir, HiddenRole role);
+
+// Where a save of `final_dir` is staged: hidden_sibling(final_dir, HiddenRole::Staging, id).
+FT_API std::string staging_directory(const std::string& final_dir, std::int64_t id);
+
+struct HiddenSiblingName {
+  std::string name;  // the directory it belongs to, `<name>`
+  HiddenRole role;
+  std::string id;  // decimal digits
+};
+// Recognises a directory entry's file name `.<name>.<word>-<digits>` as one of the hidden names
+// above; anything else (another word, a non-numeric id, an empty name) is nullopt. `<name>` may
+// itself contain dots: the role is the last dotted part before the id.
+FT_API std::optional<HiddenSiblingName> parse_hidden_sibling(const std::string& file_name);
 
 }  // namespace ft
