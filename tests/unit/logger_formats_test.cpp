@@ -1,6 +1,7 @@
 // The byte formats under the TensorBoard and W&B loggers, against published check values and
 // the independent readers in wire_decoder.h.
 #include "append_only_file.h"
+#include "buffered_append_file.h"
 #include "crc32c.h"
 #include "logger_test_support.h"
 #include "protobuf_writer.h"
@@ -9,8 +10,11 @@
 #include "wandb_transaction_log.h"
 #include "wire_decoder.h"
 
+#include <ft/errors.h>
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 namespace {
@@ -99,6 +103,82 @@ TEST(TFRecord, RefusesToOverwriteAnExistingFile) {
   const std::string path = fttest::write_temp("events", "x");
   EXPECT_THROW(ft_loggers::TFRecordWriter{path}, std::runtime_error);
   EXPECT_EQ(fttest::read_file(path), "x");
+}
+
+TEST(BufferedAppendFile, BytesReachTheFileOnlyOnFlushAndAbandonAddsNothing) {
+  const std::string path = fttest::temp_dir() + "/log";
+  ft_loggers::BufferedAppendFile file(path);
+  file.append("first ");
+  file.append("record|");
+  EXPECT_EQ(fttest::read_file(path), "");
+  EXPECT_EQ(file.buffered_bytes(), 13u);
+  file.flush();
+  EXPECT_EQ(fttest::read_file(path), "first record|");
+  EXPECT_EQ(file.buffered_bytes(), 0u);
+  file.append("second record, half");
+  file.abandon();
+  EXPECT_FALSE(file.is_open());
+  EXPECT_EQ(file.buffered_bytes(), 0u);
+  EXPECT_EQ(fttest::read_file(path), "first record|");
+  const std::string after = fttest::error_of<ft::Error>([&] {
+    file.append("x");
+    file.flush();
+  });
+  EXPECT_EQ(after, "cannot write " + path + ": the file is closed");
+  EXPECT_EQ(fttest::read_file(path), "first record|");
+}
+
+TEST(BufferedAppendFile, DestroyedUnclosedItWritesNothingMoreAndCloseFlushes) {
+  const std::string dropped = fttest::temp_dir() + "/dropped";
+  {
+    ft_loggers::BufferedAppendFile file(dropped);
+    file.append("kept");
+    file.flush();
+    file.append("never flushed");
+  }
+  EXPECT_EQ(fttest::read_file(dropped), "kept");
+  const std::string closed = fttest::temp_dir() + "/closed";
+  ft_loggers::BufferedAppendFile file(closed);
+  file.append("all of it");
+  file.close();
+  EXPECT_FALSE(file.is_open());
+  EXPECT_EQ(fttest::read_file(closed), "all of it");
+  file.close();  // idempotent
+}
+
+// /dev/full accepts the open and fails every write with ENOSPC: a real write failure.
+TEST(BufferedAppendFile, AFailedFlushIsStickyAndCloseReleasesTheFileWithoutWriting) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full to make a write fail";
+  ft_loggers::BufferedAppendFile file("/dev/full", ft_loggers::AppendOnlyFile::IfExists::Append);
+  file.append("record");
+  const std::string first = fttest::error_of<ft::Error>([&] { file.flush(); });
+  EXPECT_EQ(first.rfind("cannot write /dev/full: No space left on device", 0), 0u) << first;
+  EXPECT_TRUE(file.failed());
+  EXPECT_EQ(file.buffered_bytes(), 6u) << "a failed flush keeps its bytes, never half of them";
+  EXPECT_EQ(fttest::error_of<ft::Error>([&] { file.flush(); }), first) << "sticky";
+  EXPECT_EQ(fttest::error_of<ft::Error>([&] { file.close(); }), first);
+  EXPECT_FALSE(file.is_open());
+  EXPECT_EQ(file.buffered_bytes(), 0u);
+}
+
+TEST(TFRecord, AbandonLeavesOnlyTheFlushedRecords) {
+  const std::string path = fttest::temp_dir() + "/events";
+  ft_loggers::TFRecordWriter writer(path);
+  writer.append("flushed");
+  writer.flush();
+  writer.append(random_bytes(5000, 7));
+  writer.abandon();
+  EXPECT_EQ(fttest::read_tfrecords(fttest::read_file(path)), std::vector<std::string>{"flushed"});
+}
+
+TEST(WandbTransactionLog, AbandonLeavesOnlyTheFlushedRecords) {
+  const std::string path = fttest::temp_dir() + "/run.wandb";
+  ft_loggers::WandbTransactionLog log(path);
+  log.append("flushed");
+  log.flush();
+  log.append(random_bytes(100000, 8));  // would span blocks
+  log.abandon();
+  EXPECT_EQ(fttest::read_wandb_log(fttest::read_file(path)), std::vector<std::string>{"flushed"});
 }
 
 // Records sized so that block tails of every length from 0 to 8 bytes occur, plus records

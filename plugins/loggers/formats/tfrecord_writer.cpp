@@ -25,26 +25,4 @@ std::string tfrecord_frame(std::string_view data) {
   return out;
 }
 
-void TFRecordWriter::flush() {
-  if (pending_.empty()) return;
-  file_.write(pending_);
-  pending_.clear();
-}
-
-void TFRecordWriter::close() {
-  if (!file_.is_open()) return;
-  try {
-    flush();
-  } catch (...) {
-    abandon();
-    throw;
-  }
-  file_.close();
-}
-
-void TFRecordWriter::abandon() noexcept {
-  pending_.clear();
-  file_.abandon();
-}
-
 }  // namespace ft_loggers

@@ -1,11 +1,10 @@
 // TFRecord framing, the container of TensorBoard event files:
 //   u64 length (LE) | u32 masked CRC-32C of the length bytes | data | u32 masked CRC-32C of data
-// Records are buffered and written whole on flush(), so TensorBoard reading a file that is
-// still being written never sees half a record. Failures are AppendOnlyFile's: ft::Error
-// naming the path, sticky once a write failed.
+// Records are buffered and written whole on flush() (BufferedAppendFile), so TensorBoard
+// reading a file that is still being written never sees half a record.
 #pragma once
 
-#include "append_only_file.h"
+#include "buffered_append_file.h"
 
 #include <string>
 #include <string_view>
@@ -19,19 +18,18 @@ class TFRecordWriter {
  public:
   explicit TFRecordWriter(std::string path) : file_(std::move(path)) {}
 
-  void append(std::string_view data) { pending_ += tfrecord_frame(data); }
-  void flush();
-  void close();  // flushes first; the file is released even when that fails
+  void append(std::string_view data) { file_.append(tfrecord_frame(data)); }
+  void flush() { file_.flush(); }
+  void close() { file_.close(); }  // flushes first; the file is released even when that fails
   // Releases the file and drops unwritten records: for a file whose failure was reported.
-  void abandon() noexcept;
+  void abandon() noexcept { file_.abandon(); }
   void check_not_deleted() { file_.check_not_deleted(); }
   bool failed() const { return file_.failed(); }
   bool is_open() const { return file_.is_open(); }
   const std::string& path() const { return file_.path(); }
 
  private:
-  AppendOnlyFile file_;
-  std::string pending_;
+  BufferedAppendFile file_;
 };
 
 }  // namespace ft_loggers

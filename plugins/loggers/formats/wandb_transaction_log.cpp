@@ -20,18 +20,20 @@ std::uint32_t crc32_ieee(std::uint8_t type, std::string_view data) {
 
 WandbTransactionLog::WandbTransactionLog(std::string path) : file_(std::move(path)) {
   const char header[7] = {':', 'W', '&', 'B', static_cast<char>(0xE1), static_cast<char>(0xBE), 0};
-  pending_.assign(header, sizeof header);
+  file_.append(std::string_view(header, sizeof header));
   offset_ = sizeof header;
   flush();
 }
 
 void WandbTransactionLog::append_chunk(std::uint8_t type, std::string_view data) {
   const std::uint32_t crc = crc32_ieee(type, data);
-  for (int i = 0; i < 4; ++i) pending_.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-  pending_.push_back(static_cast<char>(data.size() & 0xFF));
-  pending_.push_back(static_cast<char>((data.size() >> 8) & 0xFF));
-  pending_.push_back(static_cast<char>(type));
-  pending_.append(data.data(), data.size());
+  char header[kChunkHeaderSize];
+  for (int i = 0; i < 4; ++i) header[i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  header[4] = static_cast<char>(data.size() & 0xFF);
+  header[5] = static_cast<char>((data.size() >> 8) & 0xFF);
+  header[6] = static_cast<char>(type);
+  file_.append(std::string_view(header, sizeof header));
+  file_.append(data);
   offset_ += kChunkHeaderSize + data.size();
 }
 
@@ -40,7 +42,8 @@ void WandbTransactionLog::append(std::string_view record) {
   while (true) {
     std::size_t space = kBlockSize - offset_ % kBlockSize;
     if (space < kChunkHeaderSize) {
-      pending_.append(space, '\0');
+      static const char zeros[kChunkHeaderSize] = {};
+      file_.append(std::string_view(zeros, space));
       offset_ += space;
       space = kBlockSize;
     }
@@ -55,28 +58,6 @@ void WandbTransactionLog::append(std::string_view record) {
     record.remove_prefix(room);
     first = false;
   }
-}
-
-void WandbTransactionLog::flush() {
-  if (pending_.empty()) return;
-  file_.write(pending_);
-  pending_.clear();
-}
-
-void WandbTransactionLog::close() {
-  if (!file_.is_open()) return;
-  try {
-    flush();
-  } catch (...) {
-    abandon();
-    throw;
-  }
-  file_.close();
-}
-
-void WandbTransactionLog::abandon() noexcept {
-  pending_.clear();
-  file_.abandon();
 }
 
 }  // namespace ft_loggers

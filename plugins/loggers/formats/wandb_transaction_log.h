@@ -7,7 +7,7 @@
 // crosses a block, and a block tail too short for a chunk header is zero-filled.
 #pragma once
 
-#include "append_only_file.h"
+#include "buffered_append_file.h"
 
 #include <cstdint>
 #include <string>
@@ -24,25 +24,24 @@ constexpr std::uint8_t kFull = 1, kFirst = 2, kMiddle = 3, kLast = 4;
 class WandbTransactionLog {
  public:
   // Creates the file (never overwrites one) and writes the header. Failures are
-  // AppendOnlyFile's: ft::Error naming the path, sticky once a write failed.
+  // BufferedAppendFile's: ft::Error naming the path, sticky once a write failed.
   explicit WandbTransactionLog(std::string path);
 
   // One serialized wandb_internal.Record. Buffered until flush(); chunks are placed by the
   // logical file offset, so buffering does not change the layout.
   void append(std::string_view record);
-  void flush();
-  void close();  // flushes first; the file is released even when that fails
+  void flush() { file_.flush(); }
+  void close() { file_.close(); }  // flushes first; the file is released even when that fails
   // Releases the file and drops unwritten records: for a file whose failure was reported.
-  void abandon() noexcept;
+  void abandon() noexcept { file_.abandon(); }
   bool failed() const { return file_.failed(); }
   bool is_open() const { return file_.is_open(); }
   const std::string& path() const { return file_.path(); }
 
  private:
   void append_chunk(std::uint8_t type, std::string_view data);
-  AppendOnlyFile file_;
-  std::string pending_;
-  std::uint64_t offset_ = 0;  // bytes in the file once pending_ is written
+  BufferedAppendFile file_;
+  std::uint64_t offset_ = 0;  // bytes in the file once the buffered ones are written
 };
 
 }  // namespace ft_loggers
