@@ -209,6 +209,30 @@ TEST_F(MultiNode, HsdpReplicasAcrossTwoHostsMatchOneHost) {
       2, 2, {"parallelism._component_=fthost.parallelism.hsdp", "parallelism.data_parallel_replicate_dim=2"}, 1, true);
 }
 
+// torchrun's c10d rendezvous starts fthost on each host (`--no-python`). Its agents take
+// MASTER_ADDR from the host name, which every namespace shares, so each names its own address
+// (--local-addr) and node 0 hosts the rendezvous store (is_host).
+TEST_F(MultiNode, TorchrunC10dRendezvousAcrossHosts) {
+  const std::string torchrun = std::string(FT_SOURCE_DIR) + "/.venv/bin/torchrun";
+  if (!boost::filesystem::exists(torchrun)) GTEST_SKIP() << "torchrun is not installed at " << torchrun;
+  const std::string out = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, out, 2, 1));
+  NetnsHosts hosts(2);
+  std::vector<pid_t> pids;
+  for (int h = 0; h < 2; ++h)
+    pids.push_back(hosts.spawn(h,
+                               {torchrun, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                                "--rdzv-endpoint", NetnsHosts::address_of(0) + ":29400", "--rdzv-id", "multinode",
+                                "--rdzv-conf", h == 0 ? "is_host=1" : "is_host=0", "--local-addr",
+                                NetnsHosts::address_of(h), "--no-python", FTHOST_BINARY, "--config", config},
+                               {}, out + "/node" + std::to_string(h) + ".log"));
+  const auto statuses = wait_all(pids);
+  const std::string logs = node_logs(out, 2);
+  for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
+  EXPECT_NE(logs.find(NetnsHosts::address_of(1) + ": rank 1"), std::string::npos) << logs;
+  expect_matches_golden(kCase, out, logs);
+}
+
 // The launcher's multi-node options are checked before anything starts, naming the option.
 TEST(MultiNodeLaunch, InconsistentOptionsAreRefused) {
   const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, fttest::temp_dir(), 1, 1));
