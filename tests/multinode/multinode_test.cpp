@@ -400,4 +400,62 @@ TEST_F(MultiNode, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_TRUE(fttest::read_file(out + "/epoch_0/model.safetensors") == weights) << logs;
 }
 
+// A host killed while an asynchronous checkpoint save is in flight (its staging directory
+// exists): no visible checkpoint is incomplete, and resuming from the newest one ends bitwise
+// where an uninterrupted run ends.
+TEST_F(MultiNode, HostKilledDuringAsyncSaveLeavesTheLastCheckpointIntact) {
+  const std::vector<std::string> saving{"epochs=3", "save_every_n_steps=2", "enable_async_checkpointing=true",
+                                        "distributed_timeout_s=20"};
+  NetnsHosts hosts(2);
+  const std::string reference = fttest::temp_dir();
+  auto pids = start_ranks(hosts, 1, fttest::write_temp("run.toml", config_for(kCase, kLoss, reference, 1, 1)), saving,
+                          reference);
+  for (int s : wait_all(pids)) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs_of(reference, 2);
+
+  const std::string out = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, out, 1, 1));
+  pids = start_ranks(hosts, 1, config, saving, out);
+  // Kill host 1 as soon as a save is being written after the first few steps.
+  bool killed = false;
+  for (int i = 0; i < 20000 && !killed; ++i) {
+    if (read_jsonl(out + "/logs/metrics.jsonl").size() >= 6) {
+      for (const auto& entry : boost::filesystem::directory_iterator(out)) {
+        if (entry.path().filename().string().find(".partial-") == std::string::npos) continue;
+        hosts.kill_host(1);
+        killed = true;
+        break;
+      }
+    }
+    if (!killed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto statuses = wait_all(pids);
+  ASSERT_TRUE(killed) << logs_of(out, 2);
+  if (WIFEXITED(statuses[0]) && WEXITSTATUS(statuses[0]) == 0)
+    GTEST_SKIP() << "the run finished before the kill reached it";
+  // Every visible checkpoint is complete: a manifest, and the files it lists with their sizes.
+  int visible = 0;
+  for (const auto& entry : boost::filesystem::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 && name.rfind("epoch_", 0) != 0) continue;
+    ++visible;
+    const std::string manifest = entry.path().string() + "/recipe_state/manifest.json";
+    ASSERT_TRUE(boost::filesystem::exists(manifest)) << name;
+    for (const auto& [file, size] : read_json(manifest).at("files").items())
+      EXPECT_EQ(boost::filesystem::file_size(entry.path() / file), size.get<std::uintmax_t>()) << name << "/" << file;
+  }
+  EXPECT_GT(visible, 0) << logs_of(out, 2);
+
+  std::vector<std::string> resuming = saving;
+  resuming.push_back("resume_from_checkpoint=true");
+  pids = start_ranks(hosts, 1, config, resuming, out);
+  const auto resumed = wait_all(pids);
+  const std::string logs = logs_of(out, 2);
+  for (int s : resumed) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
+  const std::string weights = fttest::read_file(reference + "/epoch_2/model.safetensors");
+  EXPECT_FALSE(weights.empty());
+  EXPECT_TRUE(fttest::read_file(out + "/epoch_2/model.safetensors") == weights) << logs;
+  for (const auto& entry : boost::filesystem::directory_iterator(out))
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos) << "left behind: " << entry.path();
+}
+
 }  // namespace
