@@ -9,10 +9,9 @@
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
-#include "tensor_parallel_norm.h"
+#include "whole_model_strategy.h"
 
 #include <ft/errors.h>
-#include <ft/gradient_math.h>
 #include <ft/log.h>
 #include <ft/model_sharding.h>
 #include <ft/parallelism.h>
@@ -20,16 +19,14 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
-#include <cmath>
-
 namespace ft_parallelism {
 
 namespace {
 
-class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public BackwardListener {
+class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, public BackwardListener {
  public:
   DataParallel(std::shared_ptr<ft::Collectives> world, std::shared_ptr<ft::Collectives> tensor_parallel)
-      : world_(std::move(world)), tensor_parallel_(std::move(tensor_parallel)) {}
+      : WholeModelStrategy(std::move(tensor_parallel)), world_(std::move(world)) {}
   ~DataParallel() override {
     if (sharding_) sharding_->set_unit_hooks(nullptr);
   }
@@ -44,19 +41,18 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
     // Every rank starts from rank 0's weights, whatever it loaded or initialised.
     for (auto& group : groups_)
       for (auto& p : group.parameters) world_->broadcast(p, 0);
-    params_ = model.module().parameters();
-    tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
+    const std::vector<at::Tensor>& params = adopt_parameters(model);
     trainable_indices_.clear();
     for (const auto& group : groups_) {
       std::vector<std::size_t> indices;
       for (const auto& p : group.parameters)
-        for (std::size_t i = 0; i < params_.size(); ++i)
-          if (params_[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
+        for (std::size_t i = 0; i < params.size(); ++i)
+          if (params[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
       trainable_indices_.push_back(std::move(indices));
     }
     sharding_ = ft::role_of<ft::ModelSharding>(model);
     if (sharding_) sharding_->set_unit_hooks(this);
-    return params_;
+    return params;
   }
 
   void begin_micro_batch(bool syncs_gradients) override {
@@ -85,19 +81,8 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
-  void scale_gradients(double factor) override { ft::scale_gradients(params_, factor); }
-  // Gradients are identical on every rank after the all-reduce: the local norm is the norm (with
-  // tensor parallelism, the slices' part summed over the tensor-parallel group).
-  double clip_grad_norm(double max_norm) override {
-    if (!tp_norm_.active()) return ft::clip_grad_norm(params_, max_norm);
-    const double norm = std::sqrt(tp_norm_.total_squared(tp_norm_.squares_of(params_)));
-    ft::clip_gradients(params_, norm, max_norm);
-    return norm;
-  }
-  void with_full_parameters(ft::Model&, const std::function<void()>& fn) override { fn(); }
-  // Under tensor parallelism the ranks of a tensor-parallel group step different slices.
-  bool shards_optimizer_state() const override { return tp_norm_.active(); }
-  std::int64_t local_parameter_bytes() const override { return total_bytes(params_); }
+  // Scaling and clipping are WholeModelStrategy's: after the all-reduce every rank holds the
+  // same gradients.
   void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
 
  private:
@@ -142,13 +127,10 @@ class DataParallel final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   std::shared_ptr<ft::Collectives> world_;
-  std::shared_ptr<ft::Collectives> tensor_parallel_;
-  TensorParallelNorm tp_norm_;
   ft::Model* model_ = nullptr;
   ft::ModelSharding* sharding_ = nullptr;  // the model's sharding role; nullptr: one unit
   std::vector<ParameterGroup> groups_;
-  std::vector<at::Tensor> params_;
-  std::vector<std::vector<std::size_t>> trainable_indices_;  // per group: its parameters' indices in params_
+  std::vector<std::vector<std::size_t>> trainable_indices_;  // per group: its parameters' indices in params()
   GradientReadyCallback ready_;
   std::vector<bool> launched_;
   std::vector<Bucket> in_flight_;
