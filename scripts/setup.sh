@@ -19,6 +19,7 @@ packages=(
   libpcre2-dev libsentencepiece-dev libicu-dev
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
+  iproute2  # `ip netns`: tests/multinode's simulated hosts
 )
 with_references=0
 for arg in "$@"; do
