@@ -16,13 +16,14 @@
 //                            it to install_directory. A plugin removes its staging directory
 //                            when its save fails; the host leaves a failed one for the next start.
 //   .<name>.old-<id>         the replaced directory, while the file system cannot exchange
-//   .<name>.deleting-<id>    a directory being deleted
+//                            (install_directory, `id` this process's pid)
+//   .<name>.deleting-<id>    a directory being deleted (delete_directory, the same)
 //
-// A crash can leave any of them. The host's rank 0 removes them from its output directory at its
-// next start, before any save, for every `<name>` that is a checkpoint tag, `epoch_N` or `step_N`
-// (fthost's remove_interrupted_checkpoints,
-// which finds them with parse_hidden_sibling); `.<name>.old-<id>` without a `<name>` is the
-// replaced directory, complete, whose replacement never arrived, and is renamed back instead.
+// A crash can leave any of them. The host's rank 0 removes them from its output directory at
+// its next start, before any save, for every `<name>` that is a checkpoint tag (`epoch_N`,
+// `step_N`): fthost's remove_interrupted_checkpoints, which finds them with
+// parse_hidden_sibling. `.<name>.old-<id>` without a `<name>` is the replaced directory,
+// complete, whose replacement never arrived; it is renamed back instead.
 #pragma once
 
 #include <ft/export.h>
