@@ -20,6 +20,7 @@ packages=(
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   iproute2  # `ip netns`: tests/multinode's simulated hosts
+  clang-format-14 clang-tidy-14  # scripts/check_format.sh, scripts/check_tidy.sh (CI)
 )
 with_references=0
 for arg in "$@"; do
