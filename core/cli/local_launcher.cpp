@@ -124,7 +124,9 @@ pid_t spawn_rank(const LaunchPlan& plan, int local, const std::string& addr, int
 // One attempt: starts this node's ranks and waits for them all; the exit code.
 int run_attempt(const LaunchPlan& plan, int attempt, const std::vector<std::string>& rank_args) {
   const std::string addr = plan.master_addr.empty() ? "127.0.0.1" : plan.master_addr;
-  const int port = plan.master_port > 0 ? plan.master_port : free_rendezvous_port();
+  // Attempt N meets at --master-port + N: a restarted node must not join the previous attempt's
+  // store, which lives on in node 0's rank 0 until that rank notices the failure.
+  const int port = plan.master_port > 0 ? plan.master_port + attempt : free_rendezvous_port();
   const int nproc = plan.nproc_per_node;
   const int first = plan.node_rank * nproc;
   std::vector<pid_t> pids;
@@ -199,6 +201,9 @@ void check_launch_plan(const LaunchPlan& plan) {
     throw ft::Error("--master-port " + std::to_string(plan.master_port) + ": expected a port, 1 to 65535");
   if (plan.max_restarts < 0)
     throw ft::Error("--max-restarts: expected 0 or more, got " + std::to_string(plan.max_restarts));
+  if (plan.master_port > 0 && plan.master_port + plan.max_restarts > 65535)
+    throw ft::Error("--master-port " + std::to_string(plan.master_port) + " with --max-restarts " +
+                    std::to_string(plan.max_restarts) + ": restart N meets at port + N, past 65535");
 }
 
 int launch_ranks(const LaunchPlan& plan, const std::vector<std::string>& rank_args) {

@@ -414,15 +414,22 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
   store_options.isServer = env.rank == 0;
   store_options.numWorkers = env.world_size;
   store_options.waitWorkers = true;
-  store_options.timeout = timeout;
+  // A restarted attempt (a launcher's --max-restarts, or torchrun's) meets ranks of other nodes
+  // that may still be finding out that the previous attempt failed: one blocked where no
+  // connection breaks (rank 0 waiting for a lost rank's checkpoint shard) takes up to the
+  // timeout. Its rendezvous outlasts that, so the nodes meet again.
+  const char* restart_count = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  const bool restarted = restart_count && std::atoi(restart_count) > 0;
+  const std::chrono::milliseconds rendezvous_timeout = restarted ? 2 * timeout + std::chrono::seconds(10) : timeout;
+  store_options.timeout = rendezvous_timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
     throw ft::Error("rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
-                    std::to_string(env.master_port) + " failed within " + std::to_string(timeout.count() / 1000) +
-                    " s (are all " + std::to_string(env.world_size) +
-                    " ranks started? is the port free?): " + e.what());
+                    std::to_string(env.master_port) + " failed within " +
+                    std::to_string(rendezvous_timeout.count() / 1000) + " s (are all " +
+                    std::to_string(env.world_size) + " ranks started? is the port free?): " + e.what());
   }
   const LocalEndpoint endpoint = endpoint_towards(env);
   // NCCL picks its own interfaces (not loopback, not docker's) when NCCL_SOCKET_IFNAME is unset;
