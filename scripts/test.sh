@@ -57,10 +57,6 @@ if [[ "$mode" == --sanitize ]]; then
   # expressions allow ten at most.
   excluded=$(grep -v '^#' tests/sanitizers/excluded_tests.txt | grep . | sed 's/[.]/[.]/g; s/.*/^&$|^& /' | paste -sd'|' -)
   [[ -n "$excluded" ]] && ctest_args+=(-E "$excluded")
-  # The simulated hosts' fault tests time how fast survivors notice a lost host; instrumented
-  # ranks start several times slower. The same launcher and collectives run instrumented in the
-  # loopback multi-rank tests.
-  ctest_args+=(-LE 'gpu|multinode')
 fi
 if [[ "$mode" == --tsan ]]; then
   ctest_args+=(-L tsan)

@@ -451,7 +451,9 @@ TEST_F(MultiNode, HostKilledDuringAsyncSaveLeavesTheLastCheckpointIntact) {
     ++visible;
     const std::string manifest = entry.path().string() + "/recipe_state/manifest.json";
     ASSERT_TRUE(boost::filesystem::exists(manifest)) << name;
-    for (const auto& [file, size] : read_json(manifest).at("files").items())
+    // Named: items() refers into the json, which a temporary would free before the loop runs.
+    const auto listed = read_json(manifest);
+    for (const auto& [file, size] : listed.at("files").items())
       EXPECT_EQ(boost::filesystem::file_size(entry.path() / file), size.get<std::uintmax_t>()) << name << "/" << file;
   }
   EXPECT_GT(visible, 0) << logs_of(out, 2);
