@@ -80,6 +80,7 @@ DistributedEnvironment read_distributed_environment(const EnvironmentLookup& loo
     env.local_world_size = read_int(lookup, "LOCAL_WORLD_SIZE", env.world_size);
     env.master_addr = lookup("MASTER_ADDR").value_or("127.0.0.1");
     env.master_port = read_int(lookup, "MASTER_PORT", 29500);
+    env.restart_count = read_int(lookup, "TORCHELASTIC_RESTART_COUNT", 0);
   } else if (has("SLURM_PROCID") && has("SLURM_NTASKS")) {
     env.launcher = "slurm";
     env.rank = read_int(lookup, "SLURM_PROCID");

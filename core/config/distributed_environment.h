@@ -18,6 +18,7 @@ struct DistributedEnvironment {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string launcher = "none";  // "none", "fthost", "torchrun", "slurm"
+  int restart_count = 0;          // TORCHELASTIC_RESTART_COUNT: 0 on the first attempt
 };
 
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;

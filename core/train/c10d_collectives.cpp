@@ -79,6 +79,13 @@ bool host_answers(const std::string& address, std::chrono::milliseconds wait) {
   return answered;
 }
 
+// World ranks grouped by the host address each one bound.
+std::map<std::string, std::vector<int>> ranks_by_host(const RankHosts& hosts) {
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (std::size_t r = 0; r < hosts.size(); ++r) ranks_on[hosts[r]].push_back(static_cast<int>(r));
+  return ranks_on;
+}
+
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -90,8 +97,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 // the run is on one host or nothing can be told.
 std::string lost_peers(const std::string& message, const RankHosts& hosts, int self) {
   if (hosts.empty() || self < 0 || static_cast<std::size_t>(self) >= hosts.size()) return "";
-  std::map<std::string, std::vector<int>> ranks_on;
-  for (std::size_t r = 0; r < hosts.size(); ++r) ranks_on[hosts[r]].push_back(static_cast<int>(r));
+  auto ranks_on = ranks_by_host(hosts);
   if (ranks_on.size() < 2) return "";
   // Matched by hand, not with std::regex: the PyTorch wheel exports std::regex instantiations
   // built by another compiler (checkpoint_directories.cpp).
@@ -286,6 +292,16 @@ struct LocalEndpoint {
   std::string interface;  // empty when unknown
 };
 
+// An IPv4 or IPv6 address as text; empty for another family.
+std::string address_text(const sockaddr& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof text);
+  else if (address.sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(address).sin6_addr, text, sizeof text);
+  return text;
+}
+
 // The interface owning `address`, from the machine's interface list.
 std::string interface_of(const std::string& address) {
   ifaddrs* list = nullptr;
@@ -293,15 +309,7 @@ std::string interface_of(const std::string& address) {
   std::string name;
   for (ifaddrs* i = list; i && name.empty(); i = i->ifa_next) {
     if (!i->ifa_addr) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const int family = i->ifa_addr->sa_family;
-    if (family == AF_INET)
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
-    else if (family == AF_INET6)
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
-    else
-      continue;
-    if (address == text) name = i->ifa_name;
+    if (address == address_text(*i->ifa_addr)) name = i->ifa_name;
   }
   freeifaddrs(list);
   return name;
@@ -332,11 +340,7 @@ LocalEndpoint endpoint_towards(const DistributedEnvironment& env) {
   if (!routed)
     throw ft::Error("rank " + std::to_string(env.rank) + ": no route to MASTER_ADDR " + env.master_addr + ": " +
                     std::strerror(error) + " (set GLOO_SOCKET_IFNAME to the interface that reaches it)");
-  char text[INET6_ADDRSTRLEN] = {};
-  if (local.ss_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
-  else
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+  const std::string text = address_text(reinterpret_cast<const sockaddr&>(local));
   return {text, interface_of(text)};
 }
 
@@ -418,9 +422,8 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
   // that may still be finding out that the previous attempt failed: one blocked where no
   // connection breaks (rank 0 waiting for a lost rank's checkpoint shard) takes up to the
   // timeout. Its rendezvous outlasts that, so the nodes meet again.
-  const char* restart_count = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  const bool restarted = restart_count && std::atoi(restart_count) > 0;
-  const std::chrono::milliseconds rendezvous_timeout = restarted ? 2 * timeout + std::chrono::seconds(10) : timeout;
+  const std::chrono::milliseconds rendezvous_timeout =
+      env.restart_count > 0 ? 2 * timeout + std::chrono::seconds(10) : timeout;
   store_options.timeout = rendezvous_timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
@@ -471,9 +474,7 @@ ProcessGroups connect_process_groups(const DistributedEnvironment& env, std::chr
   ft::log::info("rank {}/{}: connected to {}:{} ({}; this rank on {}{})", env.rank, env.world_size, env.master_addr,
                 env.master_port, backends.spec, own_address,
                 endpoint.interface.empty() || endpoint.address.empty() ? "" : " (" + endpoint.interface + ")");
-  std::map<std::string, std::vector<int>> ranks_on;
-  for (int r = 0; r < env.world_size; ++r) ranks_on[(*hosts)[r]].push_back(r);
-  if (ranks_on.size() > 1) {
+  if (const auto ranks_on = ranks_by_host(*hosts); ranks_on.size() > 1) {
     std::string layout;
     for (const auto& [host, ranks] : ranks_on) layout += (layout.empty() ? "" : "; ") + host + ": " + ranks_text(ranks);
     ft::log::info("{} hosts: {}", ranks_on.size(), layout);
