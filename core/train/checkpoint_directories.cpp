@@ -1,7 +1,5 @@
 #include "train/checkpoint_directories.h"
 
-#include "train/training_state.h"
-
 #include <ft/durable_files.h>
 #include <ft/errors.h>
 
@@ -46,22 +44,34 @@ void remove_or_throw(const fs::path& path) {
 
 }  // namespace
 
-std::vector<CheckpointEntry> complete_checkpoints(const std::string& output_dir) {
-  std::vector<CheckpointEntry> out;
+CheckpointScan scan_checkpoints(const std::string& output_dir) {
+  CheckpointScan scan;
   std::error_code ec;
-  if (!fs::is_directory(output_dir, ec)) return out;
+  if (!fs::is_directory(output_dir, ec)) return scan;
   for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !is_checkpoint_tag(name)) continue;
     const std::string manifest = manifest_path_in(entry.path().string());
     if (!fs::exists(manifest)) continue;  // a plain model directory (an older run's epoch_N)
-    out.push_back({name, entry.path().string(), read_manifest(manifest).progress.steps_run});
+    try {
+      RecipeStateManifest m = read_manifest(manifest);
+      const std::int64_t steps_run = m.progress.steps_run;
+      scan.readable.push_back({name, entry.path().string(), steps_run, std::move(m)});
+    } catch (const ft::Error& e) {
+      scan.unreadable.push_back({entry.path().string(), e.what()});
+    }
   }
-  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+  std::sort(scan.readable.begin(), scan.readable.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
     const bool a_epoch = a.tag.rfind("epoch_", 0) == 0, b_epoch = b.tag.rfind("epoch_", 0) == 0;
     return std::tie(a.steps_run, a_epoch, a.tag) < std::tie(b.steps_run, b_epoch, b.tag);
   });
-  return out;
+  return scan;
+}
+
+std::vector<CheckpointEntry> complete_checkpoints(const std::string& output_dir) {
+  CheckpointScan scan = scan_checkpoints(output_dir);
+  if (!scan.unreadable.empty()) throw ft::Error(scan.unreadable.front().why);
+  return std::move(scan.readable);
 }
 
 InterruptedCheckpoints remove_interrupted_checkpoints(const std::string& output_dir) {

@@ -6,6 +6,8 @@
 // resumed from; whatever a crash leaves of them is cleaned up at the next start.
 #pragma once
 
+#include "train/training_state.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +18,21 @@ struct CheckpointEntry {
   std::string tag;  // "epoch_0", "step_40"
   std::string dir;
   std::int64_t steps_run = 0;
+  RecipeStateManifest manifest;
 };
+
+struct CheckpointScan {
+  std::vector<CheckpointEntry> readable;  // oldest first, as complete_checkpoints orders them
+  struct Unreadable {
+    std::string dir;
+    std::string why;  // read_manifest's error, naming the manifest
+  };
+  std::vector<Unreadable> unreadable;
+};
+
+// Every checkpoint directory in `output_dir` with a manifest: the ones whose manifest reads, in
+// complete_checkpoints' order, and why each other one's does not.
+CheckpointScan scan_checkpoints(const std::string& output_dir);
 
 // Complete checkpoints in `output_dir`, oldest first (by steps_run; an epoch checkpoint after a
 // step checkpoint of the same step). Reads each manifest's steps_run; a manifest that cannot be

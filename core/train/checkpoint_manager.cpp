@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <tuple>
 
 #include <unistd.h>
 
@@ -100,35 +99,13 @@ std::string defect_of(const std::string& dir, const RecipeStateManifest& manifes
 // reason, and the one before it tried; when every one is damaged, the run stops rather than
 // start over (which would overwrite them).
 std::optional<ResumePoint> newest_intact_checkpoint(const std::string& output_dir) {
-  struct Candidate {
-    std::string tag, dir;
-    std::int64_t steps_run = 0;
-    RecipeStateManifest manifest;
-  };
-  std::vector<Candidate> readable;
+  CheckpointScan scan = scan_checkpoints(output_dir);
   std::vector<std::string> refused;
-  std::error_code ec;
-  if (fs::is_directory(output_dir, ec)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(output_dir)) {
-      const std::string name = entry.path().filename().string();
-      const bool tag = (name.rfind("epoch_", 0) == 0 || name.rfind("step_", 0) == 0) &&
-                       name.find_first_not_of("0123456789", name.find('_') + 1) == std::string::npos &&
-                       name.back() != '_';
-      const std::string manifest = manifest_path_in(entry.path().string());
-      if (!entry.is_directory() || !tag || !fs::exists(manifest)) continue;
-      try {
-        RecipeStateManifest m = read_manifest(manifest);
-        readable.push_back({name, entry.path().string(), m.progress.steps_run, std::move(m)});
-      } catch (const ft::Error& e) {
-        refused.push_back(e.what());
-        ft::log::warn("resume_from_checkpoint: refusing {}: {}", entry.path().string(), e.what());
-      }
-    }
+  for (const auto& bad : scan.unreadable) {
+    refused.push_back(bad.why);
+    ft::log::warn("resume_from_checkpoint: refusing {}: {}", bad.dir, bad.why);
   }
-  std::sort(readable.begin(), readable.end(), [](const Candidate& a, const Candidate& b) {
-    const bool a_epoch = a.tag.rfind("epoch_", 0) == 0, b_epoch = b.tag.rfind("epoch_", 0) == 0;
-    return std::tie(a.steps_run, a_epoch, a.tag) < std::tie(b.steps_run, b_epoch, b.tag);
-  });
+  auto& readable = scan.readable;
   for (auto it = readable.rbegin(); it != readable.rend(); ++it) {
     const std::string defect = defect_of(it->dir, it->manifest);
     if (!defect.empty()) {
