@@ -1,4 +1,4 @@
-// The fused CPU operations (plugins/cpu_kernels) against the unfused reference: the same function
+// The fused CPU operations (sdk/kernels/cpu) against the unfused reference: the same function
 // written here with plain ATen ops, as the model and loss computed it before. Forward values and
 // gradients (through autograd, against a random upstream gradient) agree within 1e-6 of the
 // tensor's largest value in float32; bfloat16 within bfloat16's resolution; and every fused op
