@@ -14,6 +14,13 @@ include names its room; a bare "foo.h" must be a file of the same room.
 Also checked:
   * the LibTorch-free rooms include no LibTorch header but c10's two value types (a dtype and a
     device in the settings); tests/unit/startup_test.cpp checks the executable's links;
+  * the house's floors, sdk/ (its kernels included) below plugins/ and core/: no file under sdk/
+    includes a header of plugins/ or core/, none under plugins/ a header of core/, and none under
+    core/ a header of plugins/ (the host loads plugins at run time). An include counts as the
+    other tree's when it resolves there, by a path or by an include directory that only that tree
+    provides (any of its folders);
+  * no CMake file under sdk/ names a path into plugins/ or core/ or a target defined there, none
+    under plugins/ one of core/'s, and none under core/ one of plugins/';
   * no include cycle between modules (foo.h + foo.cpp), in core/, sdk/ or any plugin.
 
 Exit status 1 with one line per problem; 0 prints a one-line summary.
@@ -81,6 +88,96 @@ def check_core(core, problems):
                                 "training_entry.cpp live there, and nothing includes them")
             elif "/" not in name and not (path.parent / name).is_file() and _is_core_header(core, name):
                 problems.append(f'{where}: includes "{name}" without its room; spell it "{_room_of(core, name)}/{name}"')
+
+
+# For each of the house's top-level trees: the trees whose headers it may include (itself first),
+# the trees it may neither include nor link, and why.
+FLOORS = {
+    "sdk": (("sdk",), ("plugins", "core"), "sdk/ is below plugins/ and core/"),
+    "plugins": (("plugins", "sdk"), ("core",), "plugins/ are below core/"),
+    "core": (("core", "sdk"), ("plugins",), "core/ loads plugins at run time, never at build time"),
+}
+CMAKE_TARGET_DEFINITION = re.compile(
+    r"^\s*(?:add_library|add_executable|add_custom_target|fthost_add_plugin)\s*\(\s*([A-Za-z0-9_.+:-]+)", re.M | re.I)
+CMAKE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*(?:::[A-Za-z0-9_.+-]+)*")
+CMAKE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def source_files(tree):
+    return sorted(p for p in tree.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+
+
+def cmake_files(tree):
+    return sorted(p for p in tree.rglob("*") if p.is_file() and (p.name == "CMakeLists.txt" or p.suffix == ".cmake"))
+
+
+def folders(tree):
+    """`tree` and every folder in it: where an include directory of that tree could point."""
+    return [tree] + sorted(p for p in tree.rglob("*") if p.is_dir())
+
+
+def resolve_include(path, quoted, name, roots):
+    for base in ([path.parent] if quoted else []) + roots:
+        target = base / name
+        if target.is_file():
+            return target.resolve()
+    return None
+
+
+def floor_of(src, target):
+    """The top-level folder of the source tree that `target` lives in, or None."""
+    try:
+        return target.relative_to(src.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def check_floor_includes(src, floor, problems):
+    """No file of `floor` includes a header of a tree it may not reach."""
+    tree = src / floor
+    if not tree.is_dir():
+        return
+    sees, reaches_not, why = FLOORS[floor]
+    own_roots = [d for name in sees if (src / name).is_dir() for d in folders(src / name)]
+    other_roots = [src] + [d for name in reaches_not if (src / name).is_dir() for d in folders(src / name)]
+    for path in source_files(tree):
+        rel = path.relative_to(src).as_posix()
+        for line, quoted, name in includes_of(path):
+            target = resolve_include(path, quoted, name, own_roots) or resolve_include(path, False, name, other_roots)
+            other = floor_of(src, target) if target else None
+            if other in reaches_not:
+                spelled = f'"{name}"' if quoted else f"<{name}>"
+                problems.append(f"{rel}:{line}: includes {spelled}, a header of {other}/ "
+                                f"({target.relative_to(src.resolve()).as_posix()}); {why}")
+
+
+def targets_defined_in(tree):
+    names = set()
+    for path in cmake_files(tree):
+        for match in CMAKE_TARGET_DEFINITION.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            if "$" not in match.group(1):
+                names.add(match.group(1))
+    return names
+
+
+def check_floor_cmake(src, floor, problems):
+    """No CMake file of `floor` names a path into a tree it may not reach or a target defined there."""
+    tree = src / floor
+    if not tree.is_dir():
+        return
+    _, reaches_not, why = FLOORS[floor]
+    targets = {name: other for other in reaches_not if (src / other).is_dir()
+               for name in targets_defined_in(src / other)}
+    path_into = re.compile(r"(?<![A-Za-z0-9_.-])(?:\.\./)*(" + "|".join(reaches_not) + r")/")
+    for path in cmake_files(tree):
+        rel = path.relative_to(src).as_posix()
+        for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            code = re.sub(r"#.*", "", CMAKE_QUOTED.sub(lambda m: m.group(0).replace("#", ""), text))
+            for match in path_into.finditer(code):
+                problems.append(f"{rel}:{number}: names a path into {match.group(1)}/; {why}")
+            for word in CMAKE_WORD.findall(CMAKE_QUOTED.sub('""', code)):
+                if word in targets:
+                    problems.append(f"{rel}:{number}: names {word}, a target of {targets[word]}/; {why}")
 
 
 def _is_core_header(core, name):
@@ -155,7 +252,11 @@ def main():
     problems = []
     check_core(src / "core", problems)
     check_cycles("core/", src / "core", [src / "core"], problems)
-    check_cycles("sdk/", src / "sdk", [src / "sdk" / "include", src / "sdk" / "src"], problems)
+    for floor in FLOORS:
+        check_floor_includes(src, floor, problems)
+        check_floor_cmake(src, floor, problems)
+    sdk_include_dirs = [src / "sdk" / "include", src / "sdk" / "src"] + sorted((src / "sdk").glob("kernels/*/include"))
+    check_cycles("sdk/", src / "sdk", sdk_include_dirs, problems)
     plugins = src / "plugins"
     if plugins.is_dir():
         for plugin in sorted(p for p in plugins.iterdir() if p.is_dir()):
@@ -165,7 +266,8 @@ def main():
     if problems:
         print(f"layering: {len(problems)} problem(s)")
         return 1
-    print("layering: core/'s rooms include only downwards; no include cycle in core/, sdk/ or plugins/")
+    print("layering: core/'s rooms include only downwards; sdk/ includes and links nothing of plugins/ or core/, "
+          "plugins/ and core/ nothing of each other; no include cycle in core/, sdk/ or plugins/")
     return 0
 
 
