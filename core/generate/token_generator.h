@@ -30,7 +30,6 @@ class NextTokenLogits {
   std::vector<float> append(std::int64_t token);
 
   const std::vector<std::int64_t>& sequence() const { return sequence_; }
-  bool uses_kv_cache() const { return use_kv_cache_; }
   std::int64_t max_seq_len() const { return max_seq_len_; }
 
  private:

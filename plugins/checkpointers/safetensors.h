@@ -62,7 +62,6 @@ class SafetensorsFile {
   at::Tensor tensor(const std::string& name) const;
   at::Tensor tensor(const TensorRecord& record) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  std::uint64_t buffer_size() const { return buffer_size_; }
 
  private:
   struct Mapping;

@@ -24,7 +24,6 @@ class PackedDataset final : public ft::Dataset {
   PackedDataset(const ft::Dataset& source, PackOptions options);
   std::size_t size() const override { return num_packs_; }
   ft::Sample get(std::size_t index) const override;
-  std::size_t source_samples() const { return source_samples_; }
 
  private:
   struct Pending;

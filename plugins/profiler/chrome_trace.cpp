@@ -1,12 +1,12 @@
 #include "chrome_trace.h"
 
 #include <fmt/format.h>
-#include <ft/torch_compat.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 namespace ft_profiler {
@@ -24,11 +24,12 @@ std::string chrome_trace_json(const std::vector<torch::autograd::profiler::Kinet
   Json trace_events = Json::array();
   trace_events.push_back(
       {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", fmt::format("fthost rank {}", rank)}}}});
+  // The trace format's times are microseconds; LibTorch's events report nanoseconds.
   for (const auto& e : events) {
     Json event = {{"name", e.name()},
                   {"pid", pid},
                   {"tid", static_cast<std::int64_t>(e.startThreadId())},
-                  {"ts", ft::compat::event_start_us(e)}};
+                  {"ts", static_cast<std::int64_t>(e.startNs() / 1000)}};
     Json args = Json::object();
     if (is_memory_record(e)) {
       event["ph"] = "i";
@@ -40,7 +41,7 @@ std::string chrome_trace_json(const std::vector<torch::autograd::profiler::Kinet
     } else {
       event["ph"] = "X";
       event["cat"] = "cpu_op";
-      event["dur"] = ft::compat::event_duration_us(e);
+      event["dur"] = static_cast<std::int64_t>(e.durationNs() / 1000);
       if (e.hasShapes()) {
         Json shapes = Json::array();
         for (const auto& s : e.shapes()) shapes.push_back(s);
@@ -79,7 +80,7 @@ std::string operator_summary_table(const std::vector<torch::autograd::profiler::
     if (is_memory_record(e)) continue;
     auto& t = by_name[e.name()];
     ++t.calls;
-    t.total_us += static_cast<std::uint64_t>(ft::compat::event_duration_us(e));
+    t.total_us += e.durationNs() / 1000;
     t.flops += e.flops();
   }
   const bool any_flops =

@@ -14,9 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #if FT_WITH_CUDA
@@ -110,48 +108,6 @@ inline at::Tensor to_cpu_for_offload(const at::Tensor& tensor) {
   at::Tensor host = at::empty(tensor.sizes(), tensor.options().device(at::kCPU).pinned_memory(true));
   host.copy_(tensor);
   return host;
-}
-
-inline bool storage_allocated(const at::Tensor& tensor) { return tensor.storage().nbytes() > 0; }
-
-// torch::optim keys a parameter's state by its TensorImpl's address: the address printed as a
-// string up to LibTorch 1.13 (c10::guts::to_string), the pointer itself in 2.x.
-template <class StateMap>
-typename StateMap::key_type optimizer_state_key(const at::Tensor& param) {
-  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
-    std::ostringstream address;
-    address << static_cast<void*>(param.unsafeGetTensorImpl());
-    return address.str();
-  } else {
-    return param.unsafeGetTensorImpl();
-  }
-}
-
-namespace detail {
-template <class Event, class = void>
-struct reports_nanoseconds : std::false_type {};
-template <class Event>
-struct reports_nanoseconds<Event, std::void_t<decltype(std::declval<const Event&>().startNs())>> : std::true_type {};
-}  // namespace detail
-
-// A profiler event's start and duration in microseconds: LibTorch 2.x reports nanoseconds
-// (startNs/durationNs) where 1.13 reported microseconds.
-template <class KinetoEvent>
-std::int64_t event_start_us(const KinetoEvent& e) {
-  if constexpr (detail::reports_nanoseconds<KinetoEvent>::value) {
-    return static_cast<std::int64_t>(e.startNs() / 1000);
-  } else {
-    return static_cast<std::int64_t>(e.startUs());
-  }
-}
-
-template <class KinetoEvent>
-std::int64_t event_duration_us(const KinetoEvent& e) {
-  if constexpr (detail::reports_nanoseconds<KinetoEvent>::value) {
-    return static_cast<std::int64_t>(e.durationNs() / 1000);
-  } else {
-    return static_cast<std::int64_t>(e.durationUs());
-  }
 }
 
 }  // namespace ft::compat
