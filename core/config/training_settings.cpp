@@ -53,7 +53,9 @@ std::int64_t positive(const ft::ConfigNode& root, const char* key) {
   return value;
 }
 
-void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s) {
+// Options each valid on its own that do not fit together, refused in torchtune's words; a
+// combination that works but leaves memory unsaved gets torchtune's hint instead.
+void refuse_incompatible_options(const ft::ConfigNode& root, const TrainingSettings& s) {
   if (s.optimizer_in_bwd) {
     // The seed's incompatibilities, with its wording.
     if (s.clip_grad_norm)
@@ -78,8 +80,6 @@ void refuse_unimplemented(const ft::ConfigNode& root, const TrainingSettings& s)
         "Hint: enable_activation_checkpointing is True, but enable_activation_offloading isn't. "
         "Enabling activation offloading should reduce memory further.");
   }
-  if (root.get<bool>("compile", false))
-    ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
 }
 
 // The seed's rule: a degree above 1 needs a plan. The degree's fit to the world size is checked
@@ -243,7 +243,9 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
   s.tensor_parallel_dim = read_tensor_parallel_dim(root);
   s.validation = read_validation_settings(root, s.batch_size);
-  refuse_unimplemented(root, s);
+  refuse_incompatible_options(root, s);
+  if (root.get<bool>("compile", false))
+    ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");
   return s;
 }
 
