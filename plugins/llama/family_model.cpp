@@ -1,4 +1,5 @@
 #include "family_model.h"
+#include "decoder_builder.h"
 
 #include <ft/errors.h>
 #include <ft/nn/decoder_model.h>
@@ -24,10 +25,12 @@ std::string architecture(const std::string& family) {
 class FamilyModel final : public ft::nn::DecoderModel {
  public:
   FamilyModel(const DecoderConfig& config, const ft::Model::Args& args)
-      : DecoderModel(config, args, ft::nn::HfLayout{config.family == "phi3", config.family == "phi3"}) {}
+      : DecoderModel([&config] { return build_decoder(config); }, args,
+                     ft::nn::HfLayout{config.family == "phi3", config.family == "phi3"}),
+        config_(config) {}
 
   std::string hf_config_json() const override {
-    const DecoderConfig& c = config();
+    const DecoderConfig& c = config_;
     nlohmann::ordered_json j;
     j["architectures"] = {architecture(c.family)};
     j["model_type"] = c.family;
@@ -73,6 +76,9 @@ class FamilyModel final : public ft::nn::DecoderModel {
     j["torch_dtype"] = ft::nn::hf_dtype_name(dtype());
     return j.dump(2) + "\n";
   }
+
+ private:
+  DecoderConfig config_;
 };
 
 }  // namespace

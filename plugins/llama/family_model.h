@@ -2,14 +2,13 @@
 // Everything else (forward, parallelism, caches, HF parameter names) is ft::nn::DecoderModel's.
 #pragma once
 
+#include "decoder_config.h"
+
 #include <ft/model.h>
-#include <ft/nn/decoder_config.h>
 
 #include <memory>
 
 namespace ft_llama {
-
-using ft::nn::DecoderConfig;
 
 // `config.family` (the HF model_type) picks the config.json keys and, for phi3, the fused
 // checkpoint layout.

@@ -13,8 +13,6 @@ namespace ft_llama {
 namespace {
 
 using ft::ValueType;
-using ft::nn::MlpActivation;
-using ft::nn::SlidingWindowLayers;
 
 std::unique_ptr<ft::Model> build_checked(const ft::ConfigNode& cfg, const DecoderConfig& config,
                                          const ft::Model::Args& args) {
@@ -91,11 +89,11 @@ void register_model_builders(ft::Registry& reg) {
                      [](const ft::ConfigNode& cfg, ft::Model::Args args) {
                        DecoderConfig c = common_config(cfg, "llama");
                        c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim", 0);
-                       if (c.intermediate_dim == 0) c.intermediate_dim = ft::nn::scale_hidden_dim_for_mlp(c.embed_dim);
+                       if (c.intermediate_dim == 0) c.intermediate_dim = scale_hidden_dim_for_mlp(c.embed_dim);
                        if (auto factor = cfg.get_optional<double>("scale_factor")) {
-                         c.rope_scaling = ft::nn::Llama3RopeScaling{*factor, cfg.get<double>("low_freq_factor"),
-                                                                    cfg.get<double>("high_freq_factor"),
-                                                                    cfg.get<std::int64_t>("old_context_len")};
+                         c.rope_scaling = Llama3RopeScaling{*factor, cfg.get<double>("low_freq_factor"),
+                                                            cfg.get<double>("high_freq_factor"),
+                                                            cfg.get<std::int64_t>("old_context_len")};
                        }
                        return build_checked(cfg, c, args);
                      });
@@ -116,7 +114,7 @@ void register_model_builders(ft::Registry& reg) {
                      [](const ft::ConfigNode& cfg, ft::Model::Args args) {
                        DecoderConfig c = common_config(cfg, "llama");
                        c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim", 0);
-                       if (c.intermediate_dim == 0) c.intermediate_dim = ft::nn::scale_hidden_dim_for_mlp(c.embed_dim);
+                       if (c.intermediate_dim == 0) c.intermediate_dim = scale_hidden_dim_for_mlp(c.embed_dim);
                        return build_checked(cfg, c, args);
                      });
 

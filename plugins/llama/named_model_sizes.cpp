@@ -5,10 +5,6 @@ namespace ft_llama {
 
 namespace {
 
-using ft::nn::Llama3RopeScaling;
-using ft::nn::MlpActivation;
-using ft::nn::SlidingWindowLayers;
-
 // Llama 2: 32k SentencePiece vocabulary, plain RoPE with theta 10000, 4096 positions.
 DecoderConfig llama2_sized(std::int64_t layers, std::int64_t heads, std::int64_t kv_heads, std::int64_t dim,
                            std::int64_t hidden) {

@@ -3,14 +3,12 @@
 // entry's parameters from its shapes without allocating billions of weights.
 #pragma once
 
-#include <ft/nn/decoder_config.h>
+#include "decoder_config.h"
 
 #include <string>
 #include <vector>
 
 namespace ft_llama {
-
-using ft::nn::DecoderConfig;
 
 struct NamedModelSize {
   std::string component;  // the `_component_` name, e.g. "torchtune.models.llama3.llama3_8b"

@@ -1,24 +1,33 @@
-// A third-party model family: Qwen 3, read from a Hugging Face model directory and built from
-// ft::nn's blocks. The family is a DecoderConfig (what Qwen 3 is: Llama's decoder plus an RMSNorm
-// over each query and key head) and the config.json it saves; ft::nn::DecoderModel does the rest
-// (forward, Hugging Face parameter names, sharding, activation checkpointing, tensor parallelism,
-// the KV cache).
+// A third-party model family: Qwen 3, read from a Hugging Face model directory and composed from
+// ft::nn's blocks: Llama's pre-norm decoder whose attention gets an RMSNorm over each query and
+// key head. ft::nn::DecoderModel does the rest (forward, Hugging Face parameter names, sharding,
+// activation checkpointing, tensor parallelism, the KV cache).
 #include <ft/config.h>
 #include <ft/nn/decoder_model.h>
+#include <ft/nn/feed_forward.h>
+#include <ft/nn/rms_norm.h>
+#include <ft/nn/rotary_embedding.h>
 #include <ft/plugin.h>
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <vector>
 
 namespace {
 
 using nlohmann::json;
 
-// Qwen 3's architecture from its config.json. Throws json::exception on a missing or mistyped key.
-ft::nn::DecoderConfig qwen3_config(const json& hf) {
-  ft::nn::DecoderConfig c;
-  c.family = "qwen3";
+// Qwen 3's architecture, as its config.json states it.
+struct Qwen3Config {
+  std::int64_t vocab_size, num_layers, num_heads, num_kv_heads, embed_dim, head_dim, intermediate_dim, max_seq_len;
+  double norm_eps, rope_base;
+  bool tie_word_embeddings;
+};
+
+// Throws json::exception on a missing or mistyped key.
+Qwen3Config qwen3_config(const json& hf) {
+  Qwen3Config c;
   c.vocab_size = hf.at("vocab_size");
   c.num_layers = hf.at("num_hidden_layers");
   c.num_heads = hf.at("num_attention_heads");
@@ -30,9 +39,34 @@ ft::nn::DecoderConfig qwen3_config(const json& hf) {
   c.norm_eps = hf.at("rms_norm_eps");
   c.rope_base = hf.at("rope_theta");
   c.tie_word_embeddings = hf.value("tie_word_embeddings", false);
-  c.qk_norm = true;    // q_norm / k_norm: an RMSNorm over each head's features, before RoPE
-  c.qkv_bias = false;  // attention_bias (refused when true below)
   return c;
+}
+
+ft::nn::TransformerDecoder build_qwen3(const Qwen3Config& c) {
+  using namespace ft::nn;
+  const auto rope = rotary_embedding(c.head_dim, c.rope_base);
+  std::vector<TransformerLayer> layers;
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    AttentionOptions attention;
+    attention.embed_dim = c.embed_dim;
+    attention.num_heads = c.num_heads;
+    attention.num_kv_heads = c.num_kv_heads;
+    attention.head_dim = c.head_dim;
+    TransformerLayerParts parts;
+    parts.sa_norm = rms_norm(c.embed_dim, c.norm_eps);
+    // q_norm / k_norm: an RMSNorm over each head's features, before RoPE.
+    parts.attn =
+        Attention(attention, AttentionBlocks{rope, rms_norm(c.head_dim, c.norm_eps), rms_norm(c.head_dim, c.norm_eps)});
+    parts.mlp_norm = rms_norm(c.embed_dim, c.norm_eps);
+    parts.mlp = feed_forward(c.embed_dim, c.intermediate_dim);
+    layers.emplace_back(std::move(parts));
+  }
+  DecoderOptions options;
+  options.vocab_size = c.vocab_size;
+  options.embed_dim = c.embed_dim;
+  options.max_seq_len = c.max_seq_len;
+  options.tie_word_embeddings = c.tie_word_embeddings;
+  return TransformerDecoder(options, std::move(layers), rms_norm(c.embed_dim, c.norm_eps));
 }
 
 // What this plugin does not build, named instead of silently trained as something else.
@@ -47,11 +81,12 @@ std::string unsupported(const json& hf) {
 
 class Qwen3Model final : public ft::nn::DecoderModel {
  public:
-  using DecoderModel::DecoderModel;
+  Qwen3Model(const Qwen3Config& config, const ft::Model::Args& args)
+      : DecoderModel([&config] { return build_qwen3(config); }, args), config_(config) {}
 
   // Saved next to each checkpoint: transformers' AutoModel loads the result as Qwen3ForCausalLM.
   std::string hf_config_json() const override {
-    const ft::nn::DecoderConfig& c = config();
+    const Qwen3Config& c = config_;
     nlohmann::ordered_json j;
     j["architectures"] = nlohmann::ordered_json::array({"Qwen3ForCausalLM"});
     j["model_type"] = "qwen3";
@@ -61,7 +96,7 @@ class Qwen3Model final : public ft::nn::DecoderModel {
     j["num_hidden_layers"] = c.num_layers;
     j["num_attention_heads"] = c.num_heads;
     j["num_key_value_heads"] = c.num_kv_heads;
-    j["head_dim"] = c.resolved_head_dim();
+    j["head_dim"] = c.head_dim;
     j["hidden_act"] = "silu";
     j["max_position_embeddings"] = c.max_seq_len;
     j["rms_norm_eps"] = c.norm_eps;
@@ -73,6 +108,9 @@ class Qwen3Model final : public ft::nn::DecoderModel {
     j["torch_dtype"] = ft::nn::hf_dtype_name(dtype());
     return j.dump(2) + "\n";
   }
+
+ private:
+  Qwen3Config config_;
 };
 
 void register_components(ft::Registry& reg) {
@@ -83,7 +121,7 @@ void register_components(ft::Registry& reg) {
                        const std::string path = cfg.get<std::string>("path") + "/config.json";
                        std::ifstream in(path);
                        if (!in) cfg.fail("path", "cannot read " + path);
-                       ft::nn::DecoderConfig config;
+                       Qwen3Config config{};
                        try {
                          const json hf = json::parse(in);
                          if (std::string why = unsupported(hf); !why.empty()) cfg.fail("path", path + ": " + why);
@@ -91,8 +129,11 @@ void register_components(ft::Registry& reg) {
                        } catch (const json::exception& e) {
                          cfg.fail("path", path + ": " + e.what());
                        }
-                       if (std::string problem = config.problem(); !problem.empty()) cfg.fail("path", problem);
-                       return std::make_unique<Qwen3Model>(config, args);
+                       try {
+                         return std::make_unique<Qwen3Model>(config, args);
+                       } catch (const ft::Error& e) {
+                         cfg.fail("path", path + ": " + e.what());  // sizes the blocks refuse
+                       }
                      });
 }
 

@@ -1,6 +1,7 @@
-#include <ft/model.h>
 #include <ft/nn/attention.h>
-#include <ft/nn/rotary_embedding.h>
+
+#include <ft/errors.h>
+#include <ft/model.h>
 
 #include <ATen/ATen.h>
 
@@ -8,24 +9,41 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <utility>
 
 namespace ft::nn {
 
-AttentionImpl::AttentionImpl(const DecoderConfig& cfg, std::int64_t layer, at::Tensor inverse_frequencies)
-    : num_heads_(cfg.num_heads),
-      num_kv_heads_(cfg.num_kv_heads),
-      head_dim_(cfg.resolved_head_dim()),
-      scores_{cfg.attention_scale(), cfg.attn_logit_softcap, cfg.layer_sliding_window(layer)},
-      inverse_frequencies_(std::move(inverse_frequencies)) {
-  q_proj = register_module("q_proj", Linear(cfg.embed_dim, num_heads_ * head_dim_, cfg.qkv_bias));
-  k_proj = register_module("k_proj", Linear(cfg.embed_dim, num_kv_heads_ * head_dim_, cfg.qkv_bias));
-  v_proj = register_module("v_proj", Linear(cfg.embed_dim, num_kv_heads_ * head_dim_, cfg.qkv_bias));
-  output_proj = register_module("output_proj", Linear(num_heads_ * head_dim_, cfg.embed_dim, false));
-  if (cfg.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim_, cfg.norm_eps, cfg.norm_adds_one));
-    k_norm = register_module("k_norm", RMSNorm(head_dim_, cfg.norm_eps, cfg.norm_adds_one));
+std::string AttentionOptions::problem() const {
+  if (embed_dim <= 0 || num_heads <= 0 || num_kv_heads <= 0 || head_dim <= 0)
+    return "attention sizes (embed_dim, num_heads, num_kv_heads, head_dim) must be positive";
+  if (num_heads % num_kv_heads != 0)
+    return "num_heads (" + std::to_string(num_heads) + ") must be a multiple of num_kv_heads (" +
+           std::to_string(num_kv_heads) + ")";
+  if (query_scale && !(*query_scale > 0)) return "the query scale must be positive";
+  if (softcap < 0) return "the attention logit soft cap must be positive (or 0: none)";
+  return mask.problem();
+}
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options, AttentionBlocks blocks)
+    : options_(options),
+      num_heads_(options.num_heads),
+      num_kv_heads_(options.num_kv_heads),
+      head_dim_(options.head_dim),
+      scores_{options.query_scale.value_or(1.0 / std::sqrt(static_cast<double>(options.head_dim))), options.softcap,
+              options.mask},
+      positions_(std::move(blocks.positions)) {
+  if (std::string problem = options.problem(); !problem.empty()) throw ft::Error("attention: " + problem);
+  if (static_cast<bool>(blocks.q_norm) != static_cast<bool>(blocks.k_norm))
+    throw ft::Error("attention: a q norm and a k norm go together (both, or neither)");
+  const bool bias = options.projection_bias;
+  q_proj = register_module("q_proj", Linear(options.embed_dim, num_heads_ * head_dim_, bias));
+  k_proj = register_module("k_proj", Linear(options.embed_dim, num_kv_heads_ * head_dim_, bias));
+  v_proj = register_module("v_proj", Linear(options.embed_dim, num_kv_heads_ * head_dim_, bias));
+  output_proj = register_module("output_proj", Linear(num_heads_ * head_dim_, options.embed_dim, false));
+  if (blocks.q_norm) {
+    q_norm = register_module("q_norm", std::move(blocks.q_norm));
+    k_norm = register_module("k_norm", std::move(blocks.k_norm));
   }
-  default_scale_ = cfg.query_pre_attn_scalar <= 0;
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
@@ -36,8 +54,10 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
     q = q_norm->forward(q);
     k = k_norm->forward(k);
   }
-  q = apply_rotary_embedding(q, positions, inverse_frequencies_);
-  k = apply_rotary_embedding(k, positions, inverse_frequencies_);
+  if (positions_) {
+    q = positions_->apply(q, positions);
+    k = positions_->apply(k, positions);
+  }
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
   if (kv_cache) return output_proj->forward(kv_cache->attend(q, k, v, positions, scores_));
   q = q.transpose(1, 2);
@@ -45,7 +65,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   v = v.transpose(1, 2);
   at::Tensor out;
   if (scores_.softcap > 0) {
-    at::Tensor allowed = sliding_window_mask(mask, s, scores_.sliding_window, x.options());
+    at::Tensor allowed = narrowed_mask(mask, s, scores_.mask, x.options());
     out = explicit_attention(q, k, v, allowed.dim() == 3 ? allowed.unsqueeze(1) : allowed, scores_);
   } else {
     // LibTorch's fused attention on every device: flash, cuDNN or memory-efficient kernels on
@@ -53,14 +73,14 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
     // path at every benchmark shape (bench/attention_cpu.cpp, docs/performance.md). The [s, s]
     // scores never exist in memory, and a causal mask is no tensor at all.
     std::optional<at::Tensor> mask_4d;  // nullopt, not an undefined tensor: LibTorch checks a given mask's dtype
-    if (scores_.sliding_window > 0) {
-      mask_4d = sliding_window_mask(mask, s, scores_.sliding_window, x.options());
+    if (scores_.mask.narrows_causal()) {
+      mask_4d = narrowed_mask(mask, s, scores_.mask, x.options());
     } else if (mask.defined()) {
       mask_4d = mask;
     }
     if (mask_4d && mask_4d->dim() == 3) mask_4d = mask_4d->unsqueeze(1);
     out = at::scaled_dot_product_attention(q, k, v, mask_4d, 0.0, /*is_causal=*/!mask_4d.has_value(),
-                                           default_scale_ ? std::nullopt : std::optional<double>(scores_.scale),
+                                           options_.query_scale,
                                            /*enable_gqa=*/num_heads_ != num_kv_heads_);
   }
   return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
@@ -80,34 +100,31 @@ at::Tensor explicit_attention(const at::Tensor& q, const at::Tensor& k, const at
 
 namespace {
 
-at::Tensor causal_band(std::int64_t seq_len, std::int64_t window, const at::TensorOptions& device) {
+at::Tensor causal_band(std::int64_t seq_len, const AttentionMask& kind, const at::TensorOptions& device) {
   const at::Tensor index = at::arange(seq_len, device.dtype(at::kLong));
-  const at::Tensor query = index.unsqueeze(1), key = index.unsqueeze(0);
-  at::Tensor band = key <= query;
-  if (window > 0) band = band.logical_and(query - key < window);
-  return band;
+  return attention_allowed(kind, index.unsqueeze(1), index.unsqueeze(0));
 }
 
 // Every layer of one forward (and a checkpointed layer's recompute) asks for the same bands: built
-// once per sequence length, window and device, not once per layer. Read-only once built.
-const at::Tensor& shared_causal_band(std::int64_t seq_len, std::int64_t window, const at::TensorOptions& device) {
+// once per sequence length, mask kind and device, not once per layer. Read-only once built.
+const at::Tensor& shared_causal_band(std::int64_t seq_len, const AttentionMask& kind, const at::TensorOptions& device) {
   struct Bands {
     std::int64_t seq_len = -1;
     c10::Device device = c10::Device(c10::DeviceType::CPU);
-    std::map<std::int64_t, at::Tensor> by_window;  // Gemma 2 alternates two windows
+    std::map<std::pair<AttentionMask::Kind, std::int64_t>, at::Tensor> by_kind;  // Gemma 2 alternates two
   };
   thread_local Bands bands;
   if (bands.seq_len != seq_len || bands.device != device.device()) bands = Bands{seq_len, device.device(), {}};
-  at::Tensor& band = bands.by_window[window];
-  if (!band.defined()) band = causal_band(seq_len, window, device);
+  at::Tensor& band = bands.by_kind[{kind.kind, kind.size}];
+  if (!band.defined()) band = causal_band(seq_len, kind, device);
   return band;
 }
 
 }  // namespace
 
-at::Tensor sliding_window_mask(const at::Tensor& mask, std::int64_t seq_len, std::int64_t window,
-                               const at::TensorOptions& device) {
-  const at::Tensor& band = shared_causal_band(seq_len, window, device);
+at::Tensor narrowed_mask(const at::Tensor& mask, std::int64_t seq_len, const AttentionMask& kind,
+                         const at::TensorOptions& device) {
+  const at::Tensor& band = shared_causal_band(seq_len, kind, device);
   return mask.defined() ? mask.logical_and(band) : band;
 }
 

@@ -1,4 +1,5 @@
 #include <ft/nn/decoder_model.h>
+#include <ft/nn/parameter_device.h>
 #include <ft/nn/tensor_parallel_ops.h>
 
 #include <ft/errors.h>
@@ -39,17 +40,34 @@ void log_cpu_kernels_once() {
 
 }  // namespace
 
-DecoderModel::DecoderModel(const DecoderConfig& config, const ft::Model::Args& args, HfLayout layout)
+DecoderModel::DecoderModel(const BuildDecoder& build, const ft::Model::Args& args, HfLayout layout)
     : dtype_(args.dtype), layout_(layout) {
-  if (args.device.is_cpu()) log_cpu_kernels_once();
-  decoder_ = TransformerDecoder(config);
-  initialize_weights(*decoder_, args.seed);
+  if (args.device.is_meta()) {
+    MetaParameters on_meta;
+    decoder_ = build();
+  } else {
+    if (args.device.is_cpu()) log_cpu_kernels_once();
+    decoder_ = build();
+    initialize_weights(*decoder_, args.seed);
+  }
+  if (!decoder_) throw ft::Error("model: the family's builder returned no decoder");
+  // The embedding is a lookup; the output projection (tied or not) is a matmul every position
+  // goes through, and so is every linear layer.
+  matmul_parameters_ = static_cast<double>(decoder_->options.vocab_size * decoder_->options.embed_dim);
+  for (const auto& layer : decoder_->layers) {
+    for (const auto& module : layer->modules(/*include_self=*/false))
+      if (dynamic_cast<const LinearImpl*>(module.get()))
+        for (const auto& p : module->parameters(/*recurse=*/false))
+          matmul_parameters_ += static_cast<double>(p.numel());
+    const AttentionOptions& attention = layer->attn->options();
+    attention_width_ += static_cast<double>(attention.num_heads * attention.head_dim);
+  }
   decoder_->to(args.device, args.dtype);
 }
 
 ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::OutputRequest& request) {
   const at::Tensor& tokens = input.tokens;
-  const DecoderConfig& cfg = decoder_->config;
+  const DecoderOptions& cfg = decoder_->options;
   if (tokens.dim() != 2 || tokens.scalar_type() != at::kLong)
     throw ft::Error("model: tokens must be a [batch, seq] int64 tensor");
   if (tokens.size(1) > cfg.max_seq_len)
@@ -101,7 +119,7 @@ void* DecoderModel::find_role(ft::ModelRole role) {
 }
 
 void DecoderModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {
-  const DecoderConfig& cfg = decoder_->config;
+  const DecoderOptions& cfg = decoder_->options;
   if (max_seq_len > cfg.max_seq_len)
     throw ft::Error("model: a KV cache of " + std::to_string(max_seq_len) + " positions exceeds max_seq_len " +
                     std::to_string(cfg.max_seq_len));
@@ -125,7 +143,7 @@ std::vector<ft::ShardingUnit> DecoderModel::sharding_units() {
     units.push_back({"layers." + std::to_string(i), decoder_->layers[i]->parameters()});
   decoder_->embedding_unit.reset();
   decoder_->output_unit.reset();
-  const bool tied = decoder_->config.tie_word_embeddings;
+  const bool tied = decoder_->options.tie_word_embeddings;
   if (separate_embedding_) {
     // The lookup's backward needs only the indices; a tied embedding is also the output
     // projection, used (and needed in backward) after the layers.
@@ -158,7 +176,7 @@ std::vector<std::string> DecoderModel::shard_separately(const std::vector<std::s
   for (const std::string& name : module_names) {
     if (name == "tok_embeddings") {
       separate_embedding_ = true;
-    } else if (name == "output" && decoder_->config.tie_word_embeddings) {
+    } else if (name == "output" && decoder_->options.tie_word_embeddings) {
       // torchtune's tied output projection is no module of its own, so the name matches nothing.
       notes.push_back(
           "\"output\" is tied to tok_embeddings and has no module of its own: it is sharded with " +
@@ -179,8 +197,8 @@ std::vector<std::string> DecoderModel::shard_separately(const std::vector<std::s
     for (const auto& name : unknown) list += (list.empty() ? "\"" : ", \"") + name + "\"";
     throw ft::Error(list + (unknown.size() == 1 ? " names" : " name") +
                     " no module this model can shard separately; it offers \"tok_embeddings\"" +
-                    (decoder_->config.tie_word_embeddings ? std::string(" (\"output\" is tied to it)")
-                                                          : std::string(", \"output\"")) +
+                    (decoder_->options.tie_word_embeddings ? std::string(" (\"output\" is tied to it)")
+                                                           : std::string(", \"output\"")) +
                     " and \"layers.0\" .. \"layers." + std::to_string(layers - 1) + "\"");
   }
   return notes;
@@ -207,23 +225,14 @@ void DecoderModel::with_full_tensor_parallel_parameters(const std::function<void
 bool DecoderModel::ignorable_hf_name(const std::string& name) const {
   // A tied model's checkpoint may still carry the (identical) lm_head copy; HF also used to
   // store the rotary inverse frequencies, which are recomputed from the config.
-  if (decoder_->config.tie_word_embeddings && name == "lm_head.weight") return true;
+  if (decoder_->options.tie_word_embeddings && name == "lm_head.weight") return true;
   return ft::ends_with(name, ".rotary_emb.inv_freq");
 }
 
-// From the configuration, not the module: under tensor parallelism a rank holds slices, but the
-// FLOPs are those of the whole model. The embedding is a lookup; the output projection (tied or
-// not) is a matmul every position goes through.
+// From the whole model as built, not the modules now: under tensor parallelism a rank holds
+// slices, but the FLOPs are those of the whole model.
 double DecoderModel::training_flops_per_position(std::int64_t seq_len) const {
-  const DecoderConfig& c = decoder_->config;
-  const double dim = static_cast<double>(c.embed_dim), head_dim = static_cast<double>(c.resolved_head_dim());
-  const double heads = static_cast<double>(c.num_heads), kv_heads = static_cast<double>(c.num_kv_heads);
-  const double attention = dim * heads * head_dim + 2 * dim * kv_heads * head_dim + heads * head_dim * dim +
-                           (c.qkv_bias ? (heads + 2 * kv_heads) * head_dim : 0.0);
-  const double mlp = 3 * dim * static_cast<double>(c.intermediate_dim);
-  const double layers = static_cast<double>(c.num_layers);
-  const double matmul_parameters = layers * (attention + mlp) + static_cast<double>(c.vocab_size) * dim;
-  return 6 * matmul_parameters + 12 * layers * heads * head_dim * static_cast<double>(seq_len);
+  return 6 * matmul_parameters_ + 12 * attention_width_ * static_cast<double>(seq_len);
 }
 
 }  // namespace ft::nn

@@ -19,3 +19,13 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) const {
 }
 
 }  // namespace ft::nn
+
+namespace ft::nn {
+
+void FeedForwardImpl::initialize(const Fill& fill, double std, double residual_std) {
+  fill(w1->weight, std);
+  fill(w3->weight, std);
+  fill(w2->weight, residual_std);
+}
+
+}  // namespace ft::nn

@@ -1,5 +1,8 @@
 #include <ft/nn/hf_parameter_names.h>
 
+#include <ft/errors.h>
+#include <ft/nn/feed_forward.h>
+
 #include <string>
 #include <utility>
 
@@ -14,7 +17,6 @@ std::vector<ft::NamedTensor> hf_parameter_names(TransformerDecoderImpl& decoder,
     named.push_back({std::move(name), at::Tensor(), std::move(parts)});
   };
   add("model.embed_tokens.weight", decoder.tok_embeddings);
-  const bool four_norms = decoder.config.post_norms;
   for (std::size_t i = 0; i < decoder.layers.size(); ++i) {
     const auto& layer = decoder.layers[i];
     const auto& attn = layer->attn;
@@ -35,20 +37,24 @@ std::vector<ft::NamedTensor> hf_parameter_names(TransformerDecoderImpl& decoder,
       add(p + "self_attn.q_norm.weight", attn->q_norm->scale);
       add(p + "self_attn.k_norm.weight", attn->k_norm->scale);
     }
-    if (four_norms) {
+    if (layer->sa_scale) {
       add(p + "post_attention_layernorm.weight", layer->sa_scale->scale);
       add(p + "pre_feedforward_layernorm.weight", layer->mlp_norm->scale);
       add(p + "post_feedforward_layernorm.weight", layer->mlp_scale->scale);
     } else {
       add(p + "post_attention_layernorm.weight", layer->mlp_norm->scale);
     }
+    const auto* mlp = dynamic_cast<const FeedForwardImpl*>(layer->mlp.get());
+    if (!mlp)
+      throw ft::Error("layer " + std::to_string(i) +
+                      ": its feed-forward block is no dense MLP, so its Hugging Face names are the family's to give");
     if (layout.fused_gate_up) {
-      add_fused(p + "mlp.gate_up_proj.weight", {layer->mlp->w1->weight, layer->mlp->w3->weight});
+      add_fused(p + "mlp.gate_up_proj.weight", {mlp->w1->weight, mlp->w3->weight});
     } else {
-      add(p + "mlp.gate_proj.weight", layer->mlp->w1->weight);
-      add(p + "mlp.up_proj.weight", layer->mlp->w3->weight);
+      add(p + "mlp.gate_proj.weight", mlp->w1->weight);
+      add(p + "mlp.up_proj.weight", mlp->w3->weight);
     }
-    add(p + "mlp.down_proj.weight", layer->mlp->w2->weight);
+    add(p + "mlp.down_proj.weight", mlp->w2->weight);
   }
   add("model.norm.weight", decoder.norm->scale);
   add("lm_head.weight", decoder.output);

@@ -62,8 +62,7 @@ at::Tensor KVCache::attend(const at::Tensor& q, const at::Tensor& k, const at::T
   scores = ft::soft_cap(scores, options.softcap);
   const at::Tensor token_pos = (pos.dim() == 1 ? pos.unsqueeze(0) : pos).unsqueeze(-1);  // [b or 1, s, 1]
   const at::Tensor key_pos = at::arange(length, pos.options()).view({1, 1, length});
-  at::Tensor allowed = key_pos <= token_pos;
-  if (options.sliding_window > 0) allowed = allowed.logical_and(token_pos - key_pos < options.sliding_window);
+  const at::Tensor allowed = attention_allowed(options.mask, token_pos, key_pos);
   scores = scores.masked_fill(allowed.unsqueeze(1).unsqueeze(1).logical_not(), -std::numeric_limits<float>::infinity());
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({b, kv_heads, group * s, length});
   at::Tensor out = at::matmul(probs, values).view({b, heads, s, head_dim});

@@ -1,6 +1,7 @@
 #include <ft/nn/tensor_parallel_decoder.h>
 
 #include <ft/errors.h>
+#include <ft/nn/feed_forward.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -153,7 +154,7 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
                             const std::shared_ptr<ft::Collectives>& group) {
   const int size = group->size();
   const int rank = group->rank();
-  const DecoderConfig& cfg = decoder.config;
+  const DecoderOptions& cfg = decoder.options;
   const std::map<std::string, ParallelStyle> styles =
       resolve_plan(decoder_modules(decoder), decoder.layers.size(), plan);
 
@@ -174,10 +175,15 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
     attention[i] = all_or_none(styles, p + ".attn", {"q_proj", "k_proj", "v_proj", "output_proj"});
     mlp[i] = all_or_none(styles, p + ".mlp", {"w1", "w2", "w3"});
     if (attention[i]) {
-      require_divisible(cfg.num_heads, "num_heads", p + ".attn", size);
-      require_divisible(cfg.num_kv_heads, "num_kv_heads", p + ".attn", size);
+      const AttentionOptions& heads = decoder.layers[i]->attn->options();
+      require_divisible(heads.num_heads, "num_heads", p + ".attn", size);
+      require_divisible(heads.num_kv_heads, "num_kv_heads", p + ".attn", size);
     }
-    if (mlp[i]) require_divisible(cfg.intermediate_dim, "intermediate_dim", p + ".mlp", size);
+    if (mlp[i]) {
+      const auto* dense = dynamic_cast<const FeedForwardImpl*>(decoder.layers[i]->mlp.get());
+      if (!dense) throw ft::Error(p + ".mlp: only a dense MLP (w1, w2, w3) splits in the Megatron layout");
+      require_divisible(dense->w1->weight.size(0), "intermediate_dim", p + ".mlp", size);
+    }
   }
 
   at::NoGradGuard no_grad;
@@ -202,7 +208,7 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
       }
       keep_slice(splits, attn->output_proj->weight, 1, rank, size);
       attn->output_proj->sums_output_over = group;
-      attn->use_local_heads(cfg.num_heads / size, cfg.num_kv_heads / size);
+      attn->use_local_heads(attn->options().num_heads / size, attn->options().num_kv_heads / size);
       if (attn->q_norm) {
         attn->q_norm->sums_scale_gradient_over = group;
         attn->k_norm->sums_scale_gradient_over = group;
@@ -210,10 +216,11 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
       layer->attn_split_over = group;
     }
     if (mlp[i]) {
-      keep_slice(splits, layer->mlp->w1->weight, 0, rank, size);
-      keep_slice(splits, layer->mlp->w3->weight, 0, rank, size);
-      keep_slice(splits, layer->mlp->w2->weight, 1, rank, size);
-      layer->mlp->w2->sums_output_over = group;
+      auto& dense = static_cast<FeedForwardImpl&>(*layer->mlp);
+      keep_slice(splits, dense.w1->weight, 0, rank, size);
+      keep_slice(splits, dense.w3->weight, 0, rank, size);
+      keep_slice(splits, dense.w2->weight, 1, rank, size);
+      dense.w2->sums_output_over = group;
       layer->mlp_split_over = group;
     }
   }

@@ -1,7 +1,8 @@
 #include <ft/nn/transformer_decoder.h>
 
 #include <ft/activation_checkpointing.h>
-#include <ft/nn/rotary_embedding.h>
+#include <ft/errors.h>
+#include <ft/nn/parameter_device.h>
 #include <ft/nn/tensor_parallel_ops.h>
 
 #include <ATen/ATen.h>
@@ -12,19 +13,24 @@
 
 namespace ft::nn {
 
-TransformerDecoderImpl::TransformerDecoderImpl(const DecoderConfig& cfg) : config(cfg) {
-  inverse_frequencies_ = rope_inverse_frequencies(cfg.resolved_head_dim(), cfg.rope_base, cfg.rope_scaling);
+TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options_, std::vector<TransformerLayer> layers_,
+                                               Norm norm_)
+    : options(options_), layers(std::move(layers_)) {
+  if (options.vocab_size <= 0 || options.embed_dim <= 0 || options.max_seq_len <= 0)
+    throw ft::Error("decoder: vocab_size, embed_dim and max_seq_len must be positive");
+  if (options.final_logit_softcap < 0)
+    throw ft::Error("decoder: the final logit soft cap must be positive (or 0: none)");
+  if (!norm_) throw ft::Error("decoder: the final norm is required");
   auto embedding = register_module("tok_embeddings", std::make_shared<torch::nn::Module>());
-  tok_embeddings = embedding->register_parameter("weight", at::empty({cfg.vocab_size, cfg.embed_dim}));
+  tok_embeddings =
+      embedding->register_parameter("weight", at::empty({options.vocab_size, options.embed_dim}, parameter_options()));
   layer_list_ = register_module("layers", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < cfg.num_layers; ++i) {
-    layers.emplace_back(cfg, i, inverse_frequencies_);
-    layer_list_->push_back(layers.back());
-  }
-  norm = register_module("norm", RMSNorm(cfg.embed_dim, cfg.norm_eps, cfg.norm_adds_one));
-  if (!cfg.tie_word_embeddings) {
+  for (const TransformerLayer& layer : layers) layer_list_->push_back(layer);
+  norm = register_module("norm", std::move(norm_));
+  if (!options.tie_word_embeddings) {
     auto projection = register_module("output", std::make_shared<torch::nn::Module>());
-    output = projection->register_parameter("weight", at::empty({cfg.vocab_size, cfg.embed_dim}));
+    output = projection->register_parameter("weight",
+                                            at::empty({options.vocab_size, options.embed_dim}, parameter_options()));
   }
 }
 
@@ -33,9 +39,9 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
   if (unit_hooks && embedding_unit) unit_hooks->before_forward(*embedding_unit);
   at::Tensor h = embedding_vocab_shard ? vocab_parallel_embedding(tok_embeddings, tokens, *embedding_vocab_shard)
                                        : at::embedding(tok_embeddings, tokens);
-  if (config.scale_embeddings) {
+  if (options.scale_embeddings) {
     // Gemma multiplies by sqrt(dim) as a tensor of the hidden dtype: the factor is rounded first.
-    const double normalizer = at::scalar_tensor(std::sqrt(static_cast<double>(config.embed_dim)), at::kDouble)
+    const double normalizer = at::scalar_tensor(std::sqrt(static_cast<double>(options.embed_dim)), at::kDouble)
                                   .to(h.scalar_type())
                                   .item<double>();
     h = h * normalizer;
@@ -60,14 +66,14 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
 
 const at::Tensor& TransformerDecoderImpl::output_weight() const {
   if (unit_hooks && output_unit) unit_hooks->before_forward(*output_unit);
-  return config.tie_word_embeddings ? tok_embeddings : output;
+  return options.tie_word_embeddings ? tok_embeddings : output;
 }
 
 void initialize_weights(TransformerDecoderImpl& model, std::uint64_t seed) {
   at::NoGradGuard no_grad;
   at::Generator gen = at::detail::createCPUGenerator(seed);
   constexpr double kStd = 0.02;
-  const double residual_std = kStd / std::sqrt(2.0 * static_cast<double>(model.config.num_layers));
+  const double residual_std = kStd / std::sqrt(2.0 * static_cast<double>(model.layers.size()));
   auto fill = [&](at::Tensor& t, double std) {
     if (t.device().is_cpu()) {
       t.normal_(0.0, std, gen);
@@ -81,9 +87,7 @@ void initialize_weights(TransformerDecoderImpl& model, std::uint64_t seed) {
     fill(layer->attn->k_proj->weight, kStd);
     fill(layer->attn->v_proj->weight, kStd);
     fill(layer->attn->output_proj->weight, residual_std);
-    fill(layer->mlp->w1->weight, kStd);
-    fill(layer->mlp->w3->weight, kStd);
-    fill(layer->mlp->w2->weight, residual_std);
+    layer->mlp->initialize(fill, kStd, residual_std);
   }
   if (model.output.defined()) fill(model.output, kStd);
 }

@@ -1,17 +1,20 @@
 #include <ft/nn/tensor_parallel_ops.h>
 #include <ft/nn/transformer_layer.h>
 
+#include <ft/errors.h>
+
 namespace ft::nn {
 
-TransformerLayerImpl::TransformerLayerImpl(const DecoderConfig& cfg, std::int64_t layer,
-                                           at::Tensor inverse_frequencies) {
-  auto norm = [&] { return RMSNorm(cfg.embed_dim, cfg.norm_eps, cfg.norm_adds_one); };
-  sa_norm = register_module("sa_norm", norm());
-  attn = register_module("attn", Attention(cfg, layer, std::move(inverse_frequencies)));
-  if (cfg.post_norms) sa_scale = register_module("sa_scale", norm());
-  mlp_norm = register_module("mlp_norm", norm());
-  mlp = register_module("mlp", FeedForward(cfg.embed_dim, cfg.intermediate_dim, cfg.activation));
-  if (cfg.post_norms) mlp_scale = register_module("mlp_scale", norm());
+TransformerLayerImpl::TransformerLayerImpl(TransformerLayerParts parts) {
+  if (!parts.sa_norm || !parts.attn || !parts.mlp_norm || !parts.mlp)
+    throw ft::Error("transformer layer: sa_norm, attn, mlp_norm and mlp are required");
+  // Registered in this order: parameter order (optimizer state, checkpoints) follows it.
+  sa_norm = register_module("sa_norm", std::move(parts.sa_norm));
+  attn = register_module("attn", parts.attn);
+  if (parts.sa_scale) sa_scale = register_module("sa_scale", std::move(parts.sa_scale));
+  mlp_norm = register_module("mlp_norm", std::move(parts.mlp_norm));
+  mlp = register_module("mlp", std::move(parts.mlp));
+  if (parts.mlp_scale) mlp_scale = register_module("mlp_scale", std::move(parts.mlp_scale));
 }
 
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& positions,

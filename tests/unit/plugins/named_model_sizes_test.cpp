@@ -4,14 +4,15 @@
 // parameters a constructed decoder really allocates; and every named size is a component of the
 // built ft_llama plugin.
 #include "named_model_sizes.h"
-#include <ft/nn/transformer_decoder.h>
+#include <ft/nn/parameter_device.h>
+#include "decoder_builder.h"
 #include "test_helpers.h"
 
 #include <map>
 
 namespace {
 
-using ft::nn::DecoderConfig;
+using ft_llama::DecoderConfig;
 using ft_llama::named_model_sizes;
 
 // Published totals, e.g. Llama 3 8B = 8,030,261,248 (Meta's model card rounds it to 8.03B).
@@ -141,10 +142,20 @@ TEST(NamedModelSizes, NewFamiliesAsPublished) {
 }
 
 std::int64_t allocated_parameters(const DecoderConfig& config) {
-  ft::nn::TransformerDecoder decoder(config);
+  ft::nn::TransformerDecoder decoder = ft_llama::build_decoder(config);
   std::int64_t total = 0;
   for (const auto& p : decoder->parameters()) total += p.numel();
   return total;
+}
+
+// The meta device builds a decoder of any size from its shapes: 70B counted without a weight.
+TEST(NamedModelSizes, MetaDeviceBuildsTheLargestSizesWithoutAllocating) {
+  for (const auto& size : named_model_sizes()) {
+    ft::nn::MetaParameters on_meta;
+    ft::nn::TransformerDecoder decoder = ft_llama::build_decoder(size.config);
+    EXPECT_TRUE(decoder->tok_embeddings.is_meta()) << size.component;
+    EXPECT_EQ(ft::nn::count_parameters(*decoder), size.config.parameter_count()) << size.component;
+  }
 }
 
 // The count from shapes equals what the decoder allocates: tied and untied, with and without

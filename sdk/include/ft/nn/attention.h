@@ -1,32 +1,56 @@
-// Grouped-query self-attention with rotary embeddings, and the options the families add:
-// per-head q/k RMSNorm (Qwen 3), a query scale other than 1/sqrt(head_dim) and soft-capped scores
-// (Gemma 2), a sliding window (Mistral, Gemma 2, Phi-3), and a key/value cache for generation.
+// Grouped-query self-attention, composed by the family's builder: the sizes and score options
+// (AttentionOptions), the positional embedding, and the q/k norm modules are handed in. A key/
+// value cache is attached for generation.
 #pragma once
 
 #include <ft/nn/attention_scores.h>
-#include <ft/nn/decoder_config.h>
 #include <ft/nn/kv_cache.h>
 #include <ft/nn/linear.h>
-#include <ft/nn/rms_norm.h>
+#include <ft/nn/norm.h>
+#include <ft/nn/positional_embedding.h>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace ft::nn {
 
+struct AttentionOptions {
+  std::int64_t embed_dim = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;  // grouped-query attention: num_heads is a multiple of it
+  std::int64_t head_dim = 0;
+  bool projection_bias = false;       // biases on q, k and v (not the output projection)
+  std::optional<double> query_scale;  // multiplies q.k; nullopt: 1/sqrt(head_dim)
+  double softcap = 0;                 // scores -> softcap * tanh(scores / softcap); 0: none
+  AttentionMask mask;
+
+  // Empty when consistent, else what is wrong.
+  std::string problem() const;
+};
+
+// What the builder hands attention besides its options. Norms are applied to each head's
+// queries and keys before the positional embedding; nullptr: none.
+struct AttentionBlocks {
+  std::shared_ptr<const PositionalEmbedding> positions;  // nullptr: no positions in attention
+  Norm q_norm;
+  Norm k_norm;
+};
+
 class AttentionImpl : public torch::nn::Module {
  public:
-  // `layer` picks the layer's sliding window (DecoderConfig::layer_sliding_window).
-  AttentionImpl(const DecoderConfig& cfg, std::int64_t layer, at::Tensor inverse_frequencies);
+  AttentionImpl(const AttentionOptions& options, AttentionBlocks blocks);
   // x: [b, s, dim]; positions: [b, s] or [s] int64; mask: [s, s] (shared by the batch) or
   // [b, s, s] bool, true = may attend; undefined: causal (the fused kernels then need no mask
-  // tensor). A sliding window narrows whatever mask applies.
+  // tensor). The options' mask kind narrows whatever mask applies.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
-  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen 3; nullptr otherwise
+  Norm q_norm, k_norm;  // nullptr when the builder gave none
   // Tensor parallelism (prepare_mha_for_tp): this rank computes only these heads.
   void use_local_heads(std::int64_t num_heads, std::int64_t num_kv_heads) {
     num_heads_ = num_heads;
@@ -35,12 +59,14 @@ class AttentionImpl : public torch::nn::Module {
   // Set for generation (Model's KV cache role): forward attends over the cached positions.
   std::shared_ptr<KVCache> kv_cache;
   const AttentionScores& scores() const { return scores_; }
+  // The sizes it was built with (whole, not this rank's share under tensor parallelism).
+  const AttentionOptions& options() const { return options_; }
 
  private:
+  AttentionOptions options_;
   std::int64_t num_heads_, num_kv_heads_, head_dim_;
   AttentionScores scores_;
-  bool default_scale_ = true;  // 1/sqrt(head_dim): the fused kernels' own, passed as no scale at all
-  at::Tensor inverse_frequencies_;
+  std::shared_ptr<const PositionalEmbedding> positions_;
 };
 TORCH_MODULE(Attention);
 
@@ -50,9 +76,9 @@ TORCH_MODULE(Attention);
 at::Tensor explicit_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
                               const AttentionScores& scores);
 
-// The causal mask [s, s] (true = may attend) narrowed to the last `window` positions when
-// `window` > 0, or `mask` ([s, s] or [b, s, s]) narrowed the same way.
-at::Tensor sliding_window_mask(const at::Tensor& mask, std::int64_t seq_len, std::int64_t window,
-                               const at::TensorOptions& device);
+// The mask of `kind` over `seq_len` positions [s, s] (true = may attend), or `mask` ([s, s] or
+// [b, s, s]) narrowed by it.
+at::Tensor narrowed_mask(const at::Tensor& mask, std::int64_t seq_len, const AttentionMask& kind,
+                         const at::TensorOptions& device);
 
 }  // namespace ft::nn

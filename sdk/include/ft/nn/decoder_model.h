@@ -1,7 +1,8 @@
-// ft::Model for any decoder built from DecoderConfig: forward, sharding units, separately sharded
-// modules, activation checkpointing, tensor parallelism and the KV cache, once for every family.
-// A family derives from it only for what differs: its Hugging Face config.json (and, where its
-// checkpoints name parameters unlike LlamaForCausalLM's, hf_parameters()).
+// ft::Model for any decoder a family's builder composed from ft::nn blocks: forward, sharding
+// units, separately sharded modules, activation checkpointing, tensor parallelism and the KV
+// cache, once for every family. A family derives from it only for what differs: its Hugging Face
+// config.json (and, where its checkpoints name parameters unlike LlamaForCausalLM's,
+// hf_parameters()).
 #pragma once
 
 #include <ft/model.h>
@@ -9,11 +10,11 @@
 #include <ft/model_layer_checkpointing.h>
 #include <ft/model_sharding.h>
 #include <ft/model_tensor_parallelism.h>
-#include <ft/nn/decoder_config.h>
 #include <ft/nn/hf_parameter_names.h>
 #include <ft/nn/tensor_parallel_decoder.h>
 #include <ft/nn/transformer_decoder.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -25,21 +26,24 @@ class DecoderModel : public ft::Model,
                      public ft::ModelTensorParallelism,
                      public ft::ModelKvCache {
  public:
-  DecoderModel(const DecoderConfig& config, const ft::Model::Args& args, HfLayout layout = {});
+  // `build` composes the decoder; it runs with parameters on the meta device when args.device is
+  // meta (a model of any size built from its shapes: no weight allocated, none initialised).
+  using BuildDecoder = std::function<TransformerDecoder()>;
+  DecoderModel(const BuildDecoder& build, const ft::Model::Args& args, HfLayout layout = {});
 
   torch::nn::Module& module() override { return *decoder_; }
   ft::ModelOutput forward(const ft::ModelInput& input, const ft::OutputRequest& request) override;
   at::Tensor output_weight() override { return decoder_->output_weight(); }
   std::vector<ft::NamedTensor> hf_parameters() override { return hf_parameter_names(*decoder_, layout_); }
   bool ignorable_hf_name(const std::string& name) const override;
-  std::int64_t vocab_size() const override { return decoder_->config.vocab_size; }
+  std::int64_t vocab_size() const override { return decoder_->options.vocab_size; }
   double training_flops_per_position(std::int64_t seq_len) const override;
-  std::int64_t max_seq_len() const override { return decoder_->config.max_seq_len; }
+  std::int64_t max_seq_len() const override { return decoder_->options.max_seq_len; }
   void* find_role(ft::ModelRole role) override;
 
   std::vector<ft::ShardingUnit> sharding_units() override;
   void set_unit_hooks(ft::UnitHooks* hooks) override { decoder_->unit_hooks = hooks; }
-  std::int64_t num_checkpointable_layers() const override { return decoder_->config.num_layers; }
+  std::int64_t num_checkpointable_layers() const override { return static_cast<std::int64_t>(decoder_->layers.size()); }
   void set_activation_checkpointing(const std::vector<bool>& layers) override;
   void set_activation_offloading(bool offload) override { decoder_->offload_checkpointed_inputs = offload; }
   std::vector<std::string> shard_separately(const std::vector<std::string>& module_names) override;
@@ -51,8 +55,8 @@ class DecoderModel : public ft::Model,
   void reset_caches() override;
   void remove_caches() override;
 
-  const DecoderConfig& config() const { return decoder_->config; }
   TransformerDecoderImpl& decoder() { return *decoder_; }
+  const TransformerDecoderImpl& decoder() const { return *decoder_; }
 
  protected:
   c10::ScalarType dtype() const { return dtype_; }
@@ -61,6 +65,9 @@ class DecoderModel : public ft::Model,
   TransformerDecoder decoder_{nullptr};
   c10::ScalarType dtype_;
   HfLayout layout_;
+  // From the whole model, before any tensor-parallel split (training_flops_per_position).
+  double matmul_parameters_ = 0;
+  double attention_width_ = 0;       // sum over layers of heads x head_dim
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
   std::optional<DecoderSplits> tensor_parallel_;

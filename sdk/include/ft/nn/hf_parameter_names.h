@@ -1,8 +1,9 @@
-// The Hugging Face names of a decoder's parameters, in checkpoint order. Every family here names
-// them as LlamaForCausalLM does (model.layers.N.self_attn.q_proj.weight, ...), with three
-// variations: Qwen 3's q_norm / k_norm, Gemma 2's four norms per layer (where
-// post_attention_layernorm is the norm after attention, not the one before the MLP), and Phi-3's
-// fused checkpoints, which store q/k/v as one qkv_proj and gate/up as one gate_up_proj.
+// The Hugging Face names of a decoder's parameters, in checkpoint order, as LlamaForCausalLM names
+// them (model.layers.N.self_attn.q_proj.weight, ...), following the modules the layers have: q/k
+// norms where attention has them (Qwen 3), four norms per layer where a layer has post-norms
+// (Gemma 2: post_attention_layernorm is then the norm after attention, not the one before the
+// MLP), and, by HfLayout, fused checkpoints that store q/k/v as one qkv_proj and gate/up as one
+// gate_up_proj (Phi-3).
 #pragma once
 
 #include <ft/model.h>

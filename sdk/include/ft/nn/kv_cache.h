@@ -17,7 +17,7 @@ class KVCache {
   // q: [b, s, heads, head_dim], k and v: [b, s, kv_heads, head_dim] (after the rotary embedding),
   // positions: [b, s] or [s] int64, where the s tokens sit in their sequences. Writes k and v
   // there, then returns the grouped-query attention of q over the cached positions up to each
-  // token's own (within `scores.sliding_window` of it when set): [b, s, heads * head_dim].
+  // token's own (narrowed by `scores.mask`): [b, s, heads * head_dim].
   // Scores and softmax in float32.
   at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& positions,
                     const AttentionScores& scores);

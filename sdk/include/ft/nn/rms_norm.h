@@ -3,29 +3,28 @@
 // by (1 + weight), all in float32 with one rounding at the end, as its checkpoints were trained.
 #pragma once
 
-#include <ft/collectives.h>
-
-#include <ATen/core/Tensor.h>
-#include <torch/nn/module.h>
-#include <torch/nn/pimpl.h>
+#include <ft/nn/norm.h>
 
 #include <cstdint>
 #include <memory>
 
 namespace ft::nn {
 
-class RMSNormImpl : public torch::nn::Module {
- public:
-  RMSNormImpl(std::int64_t dim, double eps, bool adds_one = false);
-  // Normalises over the last dimension (a head's features for Qwen 3's q/k norms).
-  at::Tensor forward(const at::Tensor& x) const;
-  at::Tensor scale;  // registered as "scale" (torchtune's name); HF calls it "weight"
-  double eps;
-  bool adds_one;
-  // Tensor parallelism: this rank normalises only its own heads (Qwen 3's q/k norms), so its
-  // gradient of the shared scale is partial and is summed over this group. nullptr: complete.
-  std::shared_ptr<ft::Collectives> sums_scale_gradient_over;
+enum class NormScale {
+  Weight,         // x_normed * w, w initialised to ones
+  OnePlusWeight,  // x_normed * (1 + w), w initialised to zeros (Gemma)
 };
-TORCH_MODULE(RMSNorm);
+
+class RMSNormImpl final : public NormImpl {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps, NormScale scaling = NormScale::Weight);
+  at::Tensor forward(const at::Tensor& x) const override;
+  double eps;
+  NormScale scaling;
+};
+
+inline Norm rms_norm(std::int64_t dim, double eps, NormScale scaling = NormScale::Weight) {
+  return std::make_shared<RMSNormImpl>(dim, eps, scaling);
+}
 
 }  // namespace ft::nn

@@ -1,12 +1,13 @@
-// The decoder as torch modules: embedding, layers, final norm, output projection. Parameter names
-// follow torchtune's modules (tok_embeddings, layers.N.attn.q_proj, layers.N.mlp.w1, norm, output)
-// so optimizer state and logs read like torchtune's; a family maps them to Hugging Face names.
+// The decoder as torch modules: embedding, the layers and final norm the family's builder composed,
+// output projection. Parameter names follow torchtune's modules (tok_embeddings,
+// layers.N.attn.q_proj, layers.N.mlp.w1, norm, output) so optimizer state and logs read like
+// torchtune's; a family maps them to Hugging Face names.
 // It owns, once for every family, what a strategy drives: the unit hooks around each sharding
 // unit, per-layer activation checkpointing and offloading, and the vocabulary-parallel embedding.
 #pragma once
 
 #include <ft/model_sharding.h>
-#include <ft/nn/decoder_config.h>
+#include <ft/nn/norm.h>
 #include <ft/nn/transformer_layer.h>
 #include <ft/tensor_parallel.h>
 
@@ -21,19 +22,30 @@
 
 namespace ft::nn {
 
+// What the decoder itself holds besides its layers and final norm.
+struct DecoderOptions {
+  std::int64_t vocab_size = 0;
+  std::int64_t embed_dim = 0;
+  std::int64_t max_seq_len = 0;  // the longest sequence forward accepts
+  bool tie_word_embeddings = false;
+  // Embeddings times sqrt(embed_dim), the factor rounded to the hidden dtype first (Gemma).
+  bool scale_embeddings = false;
+  double final_logit_softcap = 0;  // logits -> cap * tanh(logits / cap); 0: none (Gemma 2)
+};
+
 class TransformerDecoderImpl : public torch::nn::Module {
  public:
-  explicit TransformerDecoderImpl(const DecoderConfig& cfg);
+  TransformerDecoderImpl(const DecoderOptions& options, std::vector<TransformerLayer> layers, Norm norm);
   // The final hidden state [b, s, dim], after the last norm.
   at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask) const;
   // The [vocab, dim] output projection: the embedding itself when tied. Tells the unit hooks
   // of a separately sharded output projection that its parameters are about to be used.
   const at::Tensor& output_weight() const;
 
-  DecoderConfig config;
+  DecoderOptions options;
   at::Tensor tok_embeddings;  // [vocab, dim], registered as tok_embeddings.weight
   std::vector<TransformerLayer> layers;
-  RMSNorm norm{nullptr};
+  Norm norm;
   at::Tensor output;                    // [vocab, dim] (output.weight); undefined when tied
   ft::UnitHooks* unit_hooks = nullptr;  // around each layer's forward (sharded data parallelism)
   // One flag per layer: run that layer through ft::checkpointed. Empty: none.
@@ -50,13 +62,12 @@ class TransformerDecoderImpl : public torch::nn::Module {
 
  private:
   torch::nn::ModuleList layer_list_;
-  at::Tensor inverse_frequencies_;
 };
 TORCH_MODULE(TransformerDecoder);
 
 // Fills every parameter from a seeded generator: N(0, 0.02) for embeddings and projections,
-// scaled by 1/sqrt(2 * num_layers) for the projections that feed the residual stream, norms at
-// their identity (ones, or zeros where the norm scales by 1 + weight), zeros for biases.
+// scaled by 1/sqrt(2 * num_layers) for the projections that feed the residual stream; norms and
+// biases keep their construction values (their identity, zeros).
 void initialize_weights(TransformerDecoderImpl& model, std::uint64_t seed);
 
 }  // namespace ft::nn

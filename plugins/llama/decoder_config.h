@@ -1,26 +1,19 @@
-// Architecture of a decoder-only transformer built from ft::nn blocks: everything that decides
-// parameter shapes and the forward computation. One struct covers the families torchtune
-// finetunes (Llama 2/3.x, Mistral, Qwen 2/2.5/3, Gemma, Gemma 2, Phi-3/4): each family is a set
-// of values here, not a subclass, so a new family in a plugin is a builder that fills it in.
+// The architecture of one of this plugin's families as values: everything that decides parameter
+// shapes and the forward computation. build_decoder (decoder_builder.cpp) composes the ft::nn
+// blocks it describes.
 #pragma once
+
+#include <ft/nn/feed_forward.h>
+#include <ft/nn/rotary_embedding.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace ft::nn {
+namespace ft_llama {
 
-// Llama 3.1's frequency-dependent RoPE scaling (HF rope_type "llama3").
-struct Llama3RopeScaling {
-  double factor = 8.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  std::int64_t original_max_position_embeddings = 8192;
-};
-
-// The gated MLP's activation: SwiGLU (Llama, Qwen, Mistral, Phi) or GeGLU with the tanh
-// approximation of GELU (Gemma's hidden_activation "gelu_pytorch_tanh").
-enum class MlpActivation { SiLU, GeluTanh };
+using ft::nn::Llama3RopeScaling;
+using ft::nn::MlpActivation;
 
 // Which layers attend within the sliding window when one is set: every layer (Mistral, Phi-3),
 // or layers 0, 2, 4, ... with full attention in between (Gemma 2).
@@ -68,4 +61,4 @@ struct DecoderConfig {
 // torchtune's scale_hidden_dim_for_mlp: 2/3 of 4*dim rounded up to a multiple of `multiple_of`.
 std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of = 256);
 
-}  // namespace ft::nn
+}  // namespace ft_llama

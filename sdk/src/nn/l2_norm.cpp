@@ -1,0 +1,12 @@
+#include <ft/nn/l2_norm.h>
+
+#include <ATen/ATen.h>
+
+namespace ft::nn {
+
+at::Tensor L2NormImpl::forward(const at::Tensor& x) const {
+  const at::Tensor wide = x.to(at::kFloat);
+  return (wide * at::rsqrt(wide.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
+}
+
+}  // namespace ft::nn
