@@ -45,6 +45,10 @@ namespace {
 namespace fs = std::filesystem;
 using ft::ValueType;
 
+// Hugging Face's names of a causal LM's output projection and the input embedding it ties to.
+constexpr const char* kTiedOutputName = "lm_head.weight";
+constexpr const char* kInputEmbeddingName = "model.embed_tokens.weight";
+
 const std::vector<std::string>& model_types() {
   static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3", "LLAMA3_2", "QWEN2",     "QWEN2_5", "QWEN3",
                                                  "MISTRAL", "GEMMA",  "GEMMA2",   "PHI3_MINI", "PHI4"};
@@ -159,6 +163,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     std::vector<Copy> copies;
     std::map<std::string, std::string> loaded_from;  // name -> file
     std::size_t ignored = 0;
+    loaded_tied_lm_head_ = false;
     for (const SafetensorsFile& file : files) {
       for (const TensorRecord& r : file.records()) {
         const std::string where = file.path() + ": tensor \"" + r.name + "\": ";
@@ -166,6 +171,7 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
         if (it == params.end()) {
           if (model.ignorable_hf_name(r.name)) {
             ++ignored;
+            if (r.name == kTiedOutputName) loaded_tied_lm_head_ = true;
             continue;
           }
           throw ft::Error(where + "unexpected tensor: the model has no parameter of that name (model_type " +
@@ -245,14 +251,34 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
   }
 
   // Weights, config.json and the source's companion files into the existing `dir`, synced.
-  ShardedWrite write_model_directory(const fs::path& dir, const std::vector<ft::NamedTensor>& tensors,
+  ShardedWrite write_model_directory(const fs::path& dir, const std::vector<ft::NamedTensor>& model_tensors,
                                      const ft::Model& model) const {
+    const std::vector<ft::NamedTensor> tensors = with_loaded_tied_copies(model_tensors);
     const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
     ShardedWrite written = write_sharded_safetensors(dir.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
     ft::write_text_file_atomically((dir / "config.json").string(), config_json(model, dtype));
     copy_companion_files(dir);
     ft::fsync_path(dir.string());
     return written;
+  }
+
+  // A tied model computes with one matrix, but the checkpoint it was loaded from may also store the
+  // output projection (lm_head.weight, a copy of the embedding: torchtune's Qwen 3 conversion
+  // writes one). The saved checkpoint keeps the key set it was loaded with, so it writes the copy
+  // again, from the embedding being saved.
+  std::vector<ft::NamedTensor> with_loaded_tied_copies(const std::vector<ft::NamedTensor>& tensors) const {
+    if (!loaded_tied_lm_head_) return tensors;
+    std::vector<ft::NamedTensor> out = tensors;
+    const ft::NamedTensor* embedding = nullptr;
+    for (const ft::NamedTensor& t : tensors) {
+      if (t.name == kTiedOutputName) return tensors;  // the model saves it itself
+      if (t.name == kInputEmbeddingName) embedding = &t;
+    }
+    if (!embedding)
+      throw ft::Error(std::string("the loaded checkpoint stores ") + kTiedOutputName + ", tied to " +
+                      kInputEmbeddingName + ", which the model does not save; its key set cannot be kept");
+    out.push_back({kTiedOutputName, embedding->tensor, {}});
+    return out;
   }
 
   // The source checkpoint's config.json (keeping everything HF put there) or the model's own,
@@ -286,6 +312,8 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
   }
 
   Settings s_;
+  // The last checkpoint loaded stored the tied output projection as a tensor of its own.
+  bool loaded_tied_lm_head_ = false;
 };
 
 // Whether the run resumes: the checkpointer's or the top-level resume_from_checkpoint (true, or

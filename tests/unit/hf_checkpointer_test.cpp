@@ -225,6 +225,42 @@ TEST_F(HfCheckpointer, SavingAnExistingTagReplacesItWhole) {
   EXPECT_EQ(entries_of(out), std::set<std::string>{"epoch_0"});
 }
 
+// A tied checkpoint that also stores lm_head.weight (as torchtune's Qwen 3 conversion writes it)
+// is saved with the same key set: the copy is written again, equal to the saved embedding.
+TEST_F(HfCheckpointer, TiedCheckpointWithLmHeadKeepsItsKeySet) {
+  TempDir dir;
+  const std::string src = dir.file("src");
+  fs::create_directories(src);
+  fs::copy_file(fixture("qwen2_tied_bf16") + "/config.json", src + "/config.json");
+  SafetensorsFile file(fixture("qwen2_tied_bf16") + "/model.safetensors");
+  std::vector<ft::NamedTensor> tensors;
+  std::set<std::string> loaded_names;
+  for (const auto& r : file.records()) {
+    tensors.push_back({r.name, file.tensor(r)});
+    loaded_names.insert(r.name);
+  }
+  ASSERT_FALSE(loaded_names.count("lm_head.weight"));
+  tensors.push_back({"lm_head.weight", file.tensor("model.embed_tokens.weight").clone()});
+  loaded_names.insert("lm_head.weight");
+  ft_checkpointers::write_safetensors(src + "/model.safetensors", tensors);
+
+  auto model = model_of(src);
+  auto ckpt = loading(src, "QWEN2", dir.file("out"));
+  ASSERT_TRUE(ckpt->load_model(*model));
+  const std::string saved_dir = ckpt->save_model(*model, "epoch_0");
+  SafetensorsFile saved(saved_dir + "/model.safetensors");
+  std::set<std::string> saved_names;
+  for (const auto& r : saved.records()) saved_names.insert(r.name);
+  EXPECT_EQ(saved_names, loaded_names);
+  EXPECT_TRUE(at::equal(saved.tensor("lm_head.weight"), saved.tensor("model.embed_tokens.weight")));
+
+  // Without the copy in the source, none is written (the existing key set again).
+  auto plain = loading(fixture("qwen2_tied_bf16"), "QWEN2", dir.file("out_plain"));
+  ASSERT_TRUE(plain->load_model(*model));
+  SafetensorsFile plain_saved(plain->save_model(*model, "epoch_0") + "/model.safetensors");
+  EXPECT_FALSE(plain_saved.find("lm_head.weight"));
+}
+
 TEST_F(HfCheckpointer, ShardedSaveWritesAnIndexTheLoaderFollows) {
   TempDir dir;
   auto model = model_of(fixture("qwen2_tied_bf16"));
