@@ -81,6 +81,46 @@ TEST_F(LlamaModel, HfConfigBuilderNamesTheJsonField) {
   EXPECT_EQ(model->vocab_size(), 64);
 }
 
+// Values Hugging Face's classes would not build are refused, naming the key; null takes a default
+// only where Hugging Face's configuration class turns None into one. The rules per family are
+// those of transformers' modeling and configuration files (head_dim: Llama and Mistral derive it
+// from null, Mistral from 0 too; Qwen 3 defaults to 128 and Gemma to 256 when it is absent).
+TEST_F(LlamaModel, HfConfigBuilderRefusesValuesHuggingFaceWouldNotBuild) {
+  auto config_json = [](const std::string& body) {
+    return "[model]\n_component_ = \"fthost.models.from_hf_config\"\npath = \"" +
+           fttest::write_temp("config.json", body) + "\"\n";
+  };
+  auto of_type = [](const std::string& model_type, const std::string& extra) {
+    return R"({"model_type": ")" + model_type + R"(", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+      "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 16,
+      "rope_theta": 10000.0)" +
+           extra + "}";
+  };
+  auto built = [&](const std::string& body) {
+    return registry().instantiate<ft::Model>(root(config_json(body)).table("model"));
+  };
+  auto head_dim_of = [&](const std::string& body) {
+    return nlohmann::json::parse(built(body)->hf_config_json()).at("head_dim").get<std::int64_t>();
+  };
+  EXPECT_NE(model_error(config_json(of_type("qwen2", R"(, "head_dim": 0)"))).find("\"head_dim\": expected a positive"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(of_type("llama", R"(, "head_dim": 9223372036854775808)")))
+                .find("\"head_dim\": 9223372036854775808 is out of range"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(of_type("llama", R"(, "rms_norm_eps": null)")))
+                .find("\"rms_norm_eps\": null is not valid here"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(of_type("qwen3", R"(, "head_dim": null)"))).find("\"head_dim\": null is not valid"),
+            std::string::npos);
+  EXPECT_NE(model_error(config_json(of_type("llama", R"(, "rms_norm_eps": -1e-5)"))).find("\"rms_norm_eps\": must be"),
+            std::string::npos);
+  EXPECT_EQ(head_dim_of(of_type("llama", R"(, "head_dim": null)")), 8);
+  EXPECT_EQ(head_dim_of(of_type("mistral", R"(, "head_dim": 0)")), 8);
+  EXPECT_EQ(head_dim_of(of_type("qwen2", "")), 8);
+  EXPECT_EQ(head_dim_of(of_type("qwen3", "")), 128);
+  EXPECT_EQ(head_dim_of(of_type("qwen3", R"(, "head_dim": 12)")), 12);
+}
+
 TEST_F(LlamaModel, ForwardRejectsTokensTheModelCannotEmbed) {
   auto model = registry().instantiate<ft::Model>(root(fttest::kTinyLlamaConfig).table("model"));
   auto too_big = torch::tensor({{1, 2, 64}}, torch::kLong);
