@@ -1,5 +1,7 @@
 #include <ft/registry.h>
 
+#include <algorithm>
+
 #include "ft_host/config_document.h"
 #include "ft_host/schema_check.h"
 #include "ft_host/suggest.h"
@@ -17,6 +19,71 @@ void Registry::add_entry(ComponentInfo info) {
   }
   auto [it, inserted] = entries_.emplace(info.name, std::move(info));
   if (!inserted) throw Error("registry: component '" + it->first + "' registered twice by the same library");
+}
+
+namespace {
+
+std::string family_text(const ModelFamily& f) {
+  return "family '" + f.name + "'" + (f.library.empty() ? std::string() : " (" + f.library + ")");
+}
+
+// The first name `a` and `b` both claim in one of their lists, or empty.
+std::string shared_name(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const auto& name : a)
+    for (const auto& other : b)
+      if (name == other) return name;
+  return {};
+}
+
+}  // namespace
+
+void Registry::add_family(ModelFamily family) { add_family_entry(std::move(family), nullptr); }
+
+void Registry::add_family_entry(ModelFamily family, std::shared_ptr<const void> keepalive) {
+  if (family.name.empty()) throw Error("registry: a model family needs a non-empty name");
+  for (const auto& [name, entry] : families_) {
+    const ModelFamily& other = entry.family;
+    std::string clash;
+    if (name == family.name) clash = "its name";
+    if (auto type = shared_name(family.hf_model_types, other.hf_model_types); clash.empty() && !type.empty())
+      clash = "the config.json model_type \"" + type + "\"";
+    if (auto type = shared_name(family.checkpointer_model_types, other.checkpointer_model_types);
+        clash.empty() && !type.empty())
+      clash = "the checkpointer model_type \"" + type + "\"";
+    if (!clash.empty())
+      throw PluginError(family_text(family) + " and " + family_text(other) + " both claim " + clash +
+                        "; remove one of them from the plugin path");
+  }
+  std::string key = family.name;
+  families_.emplace(std::move(key), FamilyEntry{std::move(family), std::move(keepalive)});
+}
+
+std::vector<const ModelFamily*> Registry::families() const {
+  std::vector<const ModelFamily*> out;
+  for (const auto& [name, entry] : families_) out.push_back(&entry.family);
+  return out;
+}
+
+const ModelFamily* Registry::family_reading(std::string_view hf_model_type) const {
+  for (const auto& [name, entry] : families_)
+    for (const auto& type : entry.family.hf_model_types)
+      if (type == hf_model_type) return &entry.family;
+  return nullptr;
+}
+
+const ModelFamily* Registry::family_named_by_checkpointer(std::string_view model_type) const {
+  for (const auto& [name, entry] : families_)
+    for (const auto& type : entry.family.checkpointer_model_types)
+      if (type == model_type) return &entry.family;
+  return nullptr;
+}
+
+std::vector<std::string> Registry::checkpointer_model_types() const {
+  std::vector<std::string> out;
+  for (const auto& [name, entry] : families_)
+    out.insert(out.end(), entry.family.checkpointer_model_types.begin(), entry.family.checkpointer_model_types.end());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 const ComponentInfo* Registry::find(std::string_view name) const {
@@ -43,6 +110,11 @@ void Registry::merge(Registry&& other, const std::string& library, std::shared_p
     entries_.emplace(name, std::move(info));
   }
   other.entries_.clear();
+  for (auto& [name, entry] : other.families_) {
+    entry.family.library = library;
+    add_family_entry(std::move(entry.family), keepalive);
+  }
+  other.families_.clear();
 }
 
 namespace {
@@ -62,7 +134,11 @@ std::string out_of_scope(const std::string& name) {
 }  // namespace
 
 const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const {
-  const std::string name = table.component();
+  return resolve_as(table.component(), table, kind);
+}
+
+const ComponentInfo& Registry::resolve_as(std::string_view component, const ConfigNode& table, Kind kind) const {
+  const std::string name(component);
   if (name.empty())
     table.fail("_component_", "missing: name the " + std::string(kind_name(kind)) +
                                   " to use, e.g. _component_ = \"...\" (see `fthost ls " +
@@ -99,6 +175,20 @@ const ComponentInfo& Registry::resolve(const ConfigNode& table, Kind kind) const
     throw ConfigError(msg);
   }
   return *info;
+}
+
+const ComponentInfo& Registry::delegated(const ComponentInfo& info, const ConfigNode& table, Kind kind) const {
+  std::string target;
+  try {
+    target = info.delegate(table, *this);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail_construction(table, info, e.what());
+  }
+  const ComponentInfo& chosen = resolve_as(target, table, kind);
+  if (chosen.delegate) fail_construction(table, info, ("it chose " + target + ", which delegates in turn").c_str());
+  return chosen;
 }
 
 void Registry::fail_construction(const ConfigNode& table, const ComponentInfo& info, const char* what) {

@@ -1,5 +1,6 @@
 // Plugin loading: every loader error is specific, kinds are checked, objects keep libraries alive.
 #include "plugin_host/plugin_loader.h"
+#include <ft/registry.h>
 #include "config/config_loader.h"
 #include "test_helpers.h"
 
@@ -56,7 +57,7 @@ TEST(PluginLoader, NoEntryPointIsNotAPlugin) {
 TEST(PluginLoader, AbiMismatchPrintsBothSides) {
   auto msg = load_error({{case_dir("wrong_abi"), "--plugin-dir"}});
   EXPECT_NE(
-      msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 7.0, this host has ABI 6.1: rebuild it "
+      msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 8.0, this host has ABI 7.0: rebuild it "
                "against this SDK"),
       std::string::npos)
       << msg;
@@ -139,3 +140,41 @@ TEST(PluginLifetime, ObjectsKeepTheirLibraryLoaded) {
 }
 
 }  // namespace
+
+namespace {
+
+ft::ModelFamily family(const std::string& name, std::vector<std::string> hf_types, std::vector<std::string> ckpt) {
+  ft::ModelFamily f;
+  f.name = name;
+  f.hf_model_types = std::move(hf_types);
+  f.checkpointer_model_types = std::move(ckpt);
+  return f;
+}
+
+}  // namespace
+
+// Model families: looked up by config.json model_type and checkpointer model_type; two libraries
+// claiming one name are refused, naming both.
+TEST(PluginLoader, ModelFamiliesAreLookedUpAndClaimedOnce) {
+  ft::Registry host;
+  ft::Registry first;
+  first.add_family(family("acme", {"acme_lm"}, {"ACME", "ACME_2"}));
+  host.merge(std::move(first), "libacme.so", nullptr);
+  ASSERT_NE(host.family_reading("acme_lm"), nullptr);
+  EXPECT_EQ(host.family_reading("acme_lm")->library, "libacme.so");
+  EXPECT_EQ(host.family_named_by_checkpointer("ACME_2")->name, "acme");
+  EXPECT_EQ(host.family_reading("llama"), nullptr);
+  EXPECT_EQ(host.checkpointer_model_types(), (std::vector<std::string>{"ACME", "ACME_2"}));
+
+  ft::Registry second;
+  second.add_family(family("other", {"other_lm"}, {"ACME_2"}));
+  const std::string msg =
+      fttest::error_of<ft::PluginError>([&] { host.merge(std::move(second), "libother.so", nullptr); });
+  EXPECT_NE(msg.find("family 'other' (libother.so) and family 'acme' (libacme.so) both claim the checkpointer "
+                     "model_type \"ACME_2\""),
+            std::string::npos)
+      << msg;
+  ft::Registry same_library;
+  same_library.add_family(family("twice", {"t"}, {}));
+  EXPECT_THROW(same_library.add_family(family("again", {"t"}, {})), ft::PluginError);
+}

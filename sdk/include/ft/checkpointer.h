@@ -12,11 +12,16 @@
 
 namespace ft {
 
+class Registry;
+
 class Checkpointer {
  public:
   static constexpr Kind kind = Kind::Checkpointer;
   struct Args {
     std::string output_dir;  // the run's output_dir (the default for the component's own)
+    // The registry building the checkpointer (Registry::instantiate sets it): the model families
+    // its model_type names.
+    const Registry* registry = nullptr;
   };
 
   virtual ~Checkpointer() = default;

@@ -22,6 +22,8 @@
 
 namespace ft {
 
+class Registry;
+
 struct ModelInput {
   at::Tensor tokens;     // [b, s] int64
   at::Tensor input_pos;  // [b, s] int64 positions; undefined: 0..s-1 for every row
@@ -88,6 +90,9 @@ class Model {
     c10::ScalarType dtype = c10::ScalarType::Float;
     c10::Device device = c10::Device(c10::DeviceType::CPU);
     std::uint64_t seed = 0;  // random initialisation before any checkpoint is loaded
+    // The registry building the model (Registry::instantiate sets it): a component that hands its
+    // table on to a family's, as fthost.models.from_hf_config does, looks the family up here.
+    const Registry* registry = nullptr;
   };
 
   virtual ~Model() = default;

@@ -19,9 +19,10 @@
 // ModelOutput, Parallelism::Args, Collate::Args, Sample and TokenizedMessages gain fields;
 // Loss and Tokenizer gain virtuals (vocabulary-parallel losses, stop tokens); a new component
 // kind (tensor_parallel_plan). A 4.x plugin's vtables and structs no longer match.
-#define FT_ABI_MAJOR 6
-// Minor 1: Collectives::all_gather_async (FSDP's prefetch of the next unit's parameters).
-#define FT_ABI_MINOR 1
+// Major 7: Model::Args and Checkpointer::Args gain the registry; the registry holds model
+// families (Registry::add_family); ft::nn's blocks are composed by the family's builder.
+#define FT_ABI_MAJOR 7
+#define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
 #ifndef FT_WITH_CUDA

@@ -1,6 +1,7 @@
-// The architecture of one of this plugin's families as values: everything that decides parameter
-// shapes and the forward computation. build_decoder (decoder_builder.cpp) composes the ft::nn
-// blocks it describes.
+// The architecture of a pre-norm decoder of the families in plugins/models as values: everything
+// that decides parameter shapes and the forward computation. Each family's folder fills it in
+// (its builders, named sizes and config.json mapping); build_decoder (decoder_builder.cpp)
+// composes the ft::nn blocks it describes.
 #pragma once
 
 #include <ft/nn/feed_forward.h>
@@ -10,17 +11,16 @@
 #include <optional>
 #include <string>
 
-namespace ft_llama {
+namespace ft_models {
 
 using ft::nn::Llama3RopeScaling;
 using ft::nn::MlpActivation;
 
-// Which layers attend within the sliding window when one is set: every layer (Mistral, Phi-3),
-// or layers 0, 2, 4, ... with full attention in between (Gemma 2).
+// Which layers attend within the sliding window when one is set: every layer, or layers 0, 2,
+// 4, ... with full attention in between.
 enum class SlidingWindowLayers { All, EvenIndexed };
 
 struct DecoderConfig {
-  std::string family = "llama";  // the HF model_type: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3
   std::int64_t vocab_size = 0;
   std::int64_t num_layers = 0;
   std::int64_t num_heads = 0;
@@ -35,15 +35,15 @@ struct DecoderConfig {
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
 
-  // --- What the newer families add (defaults: Llama) ---
-  bool qk_norm = false;        // Qwen 3: an RMSNorm over each head's queries and keys, before RoPE
-  bool norm_adds_one = false;  // Gemma: RMSNorm scales by (1 + weight), weights initialised to 0
+  // --- Mechanisms some families add (default: none) ---
+  bool qk_norm = false;        // an RMSNorm over each head's queries and keys, before RoPE
+  bool norm_adds_one = false;  // RMSNorm scales by (1 + weight), weights initialised to 0
   MlpActivation activation = MlpActivation::SiLU;
-  bool scale_embeddings = false;     // Gemma: embeddings times sqrt(embed_dim), rounded to the hidden dtype
-  bool post_norms = false;           // Gemma 2: attention and MLP outputs normed before the residual add
-  double attn_logit_softcap = 0;     // Gemma 2: scores -> cap * tanh(scores / cap); 0: none
-  double final_logit_softcap = 0;    // Gemma 2: the same on the output logits; 0: none
-  double query_pre_attn_scalar = 0;  // Gemma 2: scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
+  bool scale_embeddings = false;     // embeddings times sqrt(embed_dim), rounded to the hidden dtype
+  bool post_norms = false;           // attention and MLP outputs normed before the residual add
+  double attn_logit_softcap = 0;     // scores -> cap * tanh(scores / cap); 0: none
+  double final_logit_softcap = 0;    // the same on the output logits; 0: none
+  double query_pre_attn_scalar = 0;  // scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
   std::int64_t sliding_window = 0;   // a query attends to at most this many positions (itself included); 0: all
   SlidingWindowLayers sliding_window_layers = SlidingWindowLayers::All;
 
@@ -61,4 +61,4 @@ struct DecoderConfig {
 // torchtune's scale_hidden_dim_for_mlp: 2/3 of 4*dim rounded up to a multiple of `multiple_of`.
 std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of = 256);
 
-}  // namespace ft_llama
+}  // namespace ft_models

@@ -5,8 +5,8 @@
 
 #include <ft/nn/transformer_decoder.h>
 
-namespace ft_llama {
+namespace ft_models {
 
 ft::nn::TransformerDecoder build_decoder(const DecoderConfig& config);
 
-}  // namespace ft_llama
+}  // namespace ft_models

@@ -1,7 +1,6 @@
-// Every family here is Llama's pre-norm decoder with some of: q/k/v biases (Qwen 2), per-head
-// q/k RMSNorms (Qwen 3), (1 + w) norms, GeGLU and scaled embeddings (Gemma), post-norms, soft
-// caps, a query scale and sliding windows on alternate layers (Gemma 2), a sliding window on
-// every layer (Mistral, Phi-3).
+// A pre-norm decoder with some of: q/k/v biases, per-head q/k RMSNorms, (1 + w) norms, GeGLU,
+// scaled embeddings, post-norms, soft caps, a query scale, and a sliding window on every layer or
+// on alternate ones.
 #include "decoder_builder.h"
 
 #include <ft/nn/rms_norm.h>
@@ -10,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-namespace ft_llama {
+namespace ft_models {
 
 namespace {
 
@@ -62,4 +61,4 @@ TransformerDecoder build_decoder(const DecoderConfig& c) {
   return TransformerDecoder(options, std::move(layers), norm(c.embed_dim));
 }
 
-}  // namespace ft_llama
+}  // namespace ft_models

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace ft_llama {
+namespace ft_models {
 
 double DecoderConfig::attention_scale() const {
   const double scalar = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(resolved_head_dim());
@@ -65,4 +65,4 @@ std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of
   return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
 }
 
-}  // namespace ft_llama
+}  // namespace ft_models
