@@ -87,7 +87,7 @@ TEST(Startup, TrainingSetsThePassiveOpenMPWaitPolicyWhenUnset) {
   // Training does load LibTorch and the plugins, through the training library.
   EXPECT_NE(r.log.find("libfthost_training.so"), std::string::npos);
   EXPECT_NE(r.log.find("libtorch"), std::string::npos);
-  EXPECT_NE(r.log.find("/fthost/plugins/libft_llama.so"), std::string::npos);
+  EXPECT_NE(r.log.find("/fthost/plugins/libft_model_llama3.so"), std::string::npos);
 }
 
 TEST(Startup, TrainingKeepsAnOpenMPWaitPolicyTheUserSet) {

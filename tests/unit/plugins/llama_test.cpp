@@ -1,4 +1,4 @@
-// ft_llama's model builders through the registry: configs the Llama architecture cannot take are
+// The model family plugins' builders through the registry: configs the Llama architecture cannot take are
 // refused with the offending key (checked against the architecture's own constraints, e.g. query
 // heads a multiple of key/value heads), and forward's output shapes follow from the input and
 // the requested chunking.

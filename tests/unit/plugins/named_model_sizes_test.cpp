@@ -1,19 +1,22 @@
-// torchtune's named model sizes (plugins/llama/named_model_sizes.cpp) against the parameter counts
-// the model publishers state (Hugging Face model cards / safetensors metadata), counted from the
-// shapes without allocating the weights; the shape-based count itself is checked against the
-// parameters a constructed decoder really allocates; and every named size is a component of the
-// built ft_llama plugin.
-#include "named_model_sizes.h"
-#include <ft/nn/parameter_device.h>
-#include "decoder_builder.h"
+// torchtune's named model sizes, as the model family plugins (plugins/models/*) register them,
+// against the parameter counts the model publishers state (Hugging Face model cards / safetensors
+// metadata): built on the meta device, so 70B is counted without a weight allocated, and the
+// count `fthost ls model -v` gives from the shapes. What counts cannot see (positions, RoPE,
+// norms, windows, soft caps) is checked in the config.json each model writes, against the
+// published config.json files.
+#include "builtin_plugins.h"
 #include "test_helpers.h"
 
+#include <ft/model.h>
+#include <ft/nn/parameter_device.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
 #include <map>
+#include <set>
 
 namespace {
-
-using ft_llama::DecoderConfig;
-using ft_llama::named_model_sizes;
 
 // Published totals, e.g. Llama 3 8B = 8,030,261,248 (Meta's model card rounds it to 8.03B).
 const std::map<std::string, std::int64_t> kPublishedParameters = {
@@ -59,144 +62,151 @@ const std::map<std::string, std::int64_t> kPublishedParameters = {
     {"torchtune.models.phi4.phi4_14b", 14659507200},
 };
 
-const ft_llama::NamedModelSize& named(const std::string& component) {
-  for (const auto& size : named_model_sizes())
-    if (size.component == component) return size;
-  throw std::runtime_error("no named size " + component);
+class NamedModelSizes : public fttest::BuiltinPluginsTest {
+ protected:
+  static std::shared_ptr<ft::Model> on_meta(const std::string& component) {
+    return registry().instantiate<ft::Model>(root("[model]\n_component_ = \"" + component + "\"\n").table("model"),
+                                             ft::Model::Args{at::kFloat, c10::Device(c10::kMeta), 0});
+  }
+  static nlohmann::json hf_config(const std::string& component) {
+    return nlohmann::json::parse(on_meta(component)->hf_config_json());
+  }
+  static bool has_hf_parameter(const std::string& component, const std::string& name) {
+    for (const auto& p : on_meta(component)->hf_parameters())
+      if (p.name == name) return true;
+    return false;
+  }
+};
+
+// "8030261248" -> "8,030,261,248"
+std::string with_thousands_separators(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
-TEST(NamedModelSizes, ParameterCountsMatchThePublishedSizes) {
-  for (const auto& size : named_model_sizes()) {
-    EXPECT_EQ(size.config.problem(), "") << size.component;
-    auto published = kPublishedParameters.find(size.component);
-    ASSERT_NE(published, kPublishedParameters.end()) << size.component << ": add its published parameter count";
-    EXPECT_EQ(size.config.parameter_count(), published->second) << size.component;
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+TEST_F(NamedModelSizes, ParameterCountsMatchThePublishedSizes) {
+  for (const auto& [component, published] : kPublishedParameters) {
+    const auto model = on_meta(component);
+    EXPECT_TRUE(model->output_weight().is_meta()) << component;
+    EXPECT_EQ(ft::nn::count_parameters(model->module()), published) << component;
   }
-  EXPECT_EQ(named_model_sizes().size(), kPublishedParameters.size());
+  // Every registered builder without keys is a named size with a published count.
+  for (const ft::ComponentInfo* info : registry().list(ft::Kind::Model))
+    if (info->schema.keys().empty() && starts_with(info->name, "torchtune.models."))
+      EXPECT_TRUE(kPublishedParameters.count(info->name)) << info->name << ": add its published parameter count";
+}
+
+TEST_F(NamedModelSizes, ListedCountsAreThePublishedSizes) {
+  auto r = fttest::run_fthost("ls model -v");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& [component, published] : kPublishedParameters) {
+    const std::size_t at = r.output.find(component + " ");
+    ASSERT_NE(at, std::string::npos) << component << "\n" << r.output;
+    // The name and library, then the summary on the next line.
+    const std::string line = r.output.substr(at, r.output.find('\n', r.output.find('\n', at) + 1) - at);
+    EXPECT_NE(line.find(with_thousands_separators(published) + " parameters"), std::string::npos) << line;
+  }
+  EXPECT_NE(r.output.find("torchtune.models.llama2.llama2 "), std::string::npos) << r.output;
 }
 
 // What parameter counts cannot see, from the models' published config.json files.
-TEST(NamedModelSizes, PositionsRopeAndNormsAsPublished) {
+TEST_F(NamedModelSizes, PositionsRopeAndNormsAsPublished) {
   for (const char* name : {"torchtune.models.llama2.llama2_7b", "torchtune.models.llama2.llama2_13b"}) {
-    const DecoderConfig& c = named(name).config;
-    EXPECT_EQ(c.num_kv_heads, c.num_heads) << name << ": Llama 2 7B/13B use multi-head attention";
-    EXPECT_EQ(c.rope_base, 10000.0) << name;
-    EXPECT_FALSE(c.rope_scaling) << name;
-    EXPECT_EQ(c.max_seq_len, 4096) << name;
-    EXPECT_EQ(c.vocab_size, 32000) << name;
-    EXPECT_EQ(c.norm_eps, 1e-5) << name;
+    const nlohmann::json c = hf_config(name);
+    EXPECT_EQ(c["num_key_value_heads"], c["num_attention_heads"])
+        << name << ": Llama 2 7B/13B use multi-head attention";
+    EXPECT_EQ(c["rope_theta"], 10000.0) << name;
+    EXPECT_TRUE(c["rope_scaling"].is_null()) << name;
+    EXPECT_EQ(c["max_position_embeddings"], 4096) << name;
+    EXPECT_EQ(c["vocab_size"], 32000) << name;
+    EXPECT_EQ(c["rms_norm_eps"], 1e-5) << name;
   }
-  const DecoderConfig& llama3 = named("torchtune.models.llama3.llama3_8b").config;
-  EXPECT_FALSE(llama3.rope_scaling);
-  EXPECT_EQ(llama3.rope_base, 500000.0);
-  EXPECT_EQ(llama3.max_seq_len, 8192);
-  const DecoderConfig& llama31 = named("torchtune.models.llama3_1.llama3_1_8b").config;
-  ASSERT_TRUE(llama31.rope_scaling);
-  EXPECT_EQ(llama31.rope_scaling->factor, 8.0);
-  EXPECT_EQ(llama31.max_seq_len, 131072);
-  const DecoderConfig& llama32 = named("torchtune.models.llama3_2.llama3_2_3b").config;
-  ASSERT_TRUE(llama32.rope_scaling);
-  EXPECT_EQ(llama32.rope_scaling->factor, 32.0);
-  for (const auto& size : named_model_sizes()) {
-    if (size.config.family != "qwen2") continue;
-    EXPECT_TRUE(size.config.qkv_bias) << size.component;
-    EXPECT_EQ(size.config.rope_base, 1000000.0) << size.component;
-    EXPECT_EQ(size.config.norm_eps, 1e-6) << size.component;
-    const bool base = size.component.size() > 5 && size.component.compare(size.component.size() - 5, 5, "_base") == 0;
-    EXPECT_EQ(size.config.max_seq_len, base ? 131072 : 32768) << size.component;
-    EXPECT_EQ(size.config.tie_word_embeddings, size.config.vocab_size == 151936) << size.component;
+  const nlohmann::json llama3 = hf_config("torchtune.models.llama3.llama3_8b");
+  EXPECT_TRUE(llama3["rope_scaling"].is_null());
+  EXPECT_EQ(llama3["rope_theta"], 500000.0);
+  EXPECT_EQ(llama3["max_position_embeddings"], 8192);
+  const nlohmann::json llama31 = hf_config("torchtune.models.llama3_1.llama3_1_8b");
+  EXPECT_EQ(llama31["rope_scaling"]["factor"], 8.0);
+  EXPECT_EQ(llama31["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(llama31["max_position_embeddings"], 131072);
+  EXPECT_EQ(hf_config("torchtune.models.llama3_2.llama3_2_3b")["rope_scaling"]["factor"], 32.0);
+  for (const auto& [name, count] : kPublishedParameters) {
+    if (!starts_with(name, "torchtune.models.qwen2")) continue;
+    const nlohmann::json c = hf_config(name);
+    EXPECT_EQ(c["model_type"], "qwen2") << name;
+    EXPECT_TRUE(has_hf_parameter(name, "model.layers.0.self_attn.q_proj.bias")) << name;
+    EXPECT_EQ(c["rope_theta"], 1000000.0) << name;
+    EXPECT_EQ(c["rms_norm_eps"], 1e-6) << name;
+    const bool base = name.size() > 5 && name.compare(name.size() - 5, 5, "_base") == 0;
+    EXPECT_EQ(c["max_position_embeddings"], base ? 131072 : 32768) << name;
+    EXPECT_EQ(c["tie_word_embeddings"], c["vocab_size"] == 151936) << name;
   }
 }
 
-// The newer families' architecture switches, from their published config.json files.
-TEST(NamedModelSizes, NewFamiliesAsPublished) {
-  for (const auto& size : named_model_sizes()) {
-    const DecoderConfig& c = size.config;
-    SCOPED_TRACE(size.component);
-    if (c.family == "qwen3") {
-      EXPECT_TRUE(c.qk_norm);
-      EXPECT_FALSE(c.qkv_bias);
-      EXPECT_EQ(c.resolved_head_dim(), 128);
-    } else if (c.family == "gemma" || c.family == "gemma2") {
-      EXPECT_TRUE(c.norm_adds_one && c.scale_embeddings && c.tie_word_embeddings);
-      EXPECT_EQ(c.activation, ft::nn::MlpActivation::GeluTanh);
-      EXPECT_EQ(c.post_norms, c.family == "gemma2");
-      if (c.family == "gemma2") {
+// The newer families' mechanisms, from their published config.json files.
+TEST_F(NamedModelSizes, NewFamiliesAsPublished) {
+  for (const auto& [name, count] : kPublishedParameters) {
+    SCOPED_TRACE(name);
+    if (starts_with(name, "torchtune.models.qwen3.")) {
+      EXPECT_EQ(hf_config(name)["head_dim"], 128);
+      EXPECT_TRUE(has_hf_parameter(name, "model.layers.0.self_attn.q_norm.weight"));
+      EXPECT_FALSE(has_hf_parameter(name, "model.layers.0.self_attn.q_proj.bias"));
+    } else if (starts_with(name, "torchtune.models.gemma")) {
+      const nlohmann::json c = hf_config(name);
+      EXPECT_EQ(c["tie_word_embeddings"], true);
+      EXPECT_EQ(c["hidden_activation"], "gelu_pytorch_tanh");
+      const bool gemma2 = starts_with(name, "torchtune.models.gemma2.");
+      EXPECT_EQ(has_hf_parameter(name, "model.layers.0.pre_feedforward_layernorm.weight"), gemma2);
+      if (gemma2) {
         // Gemma 2's config.json: attn_logit_softcapping 50, final_logit_softcapping 30 (torchtune's
         // named builders pass them the other way round).
-        EXPECT_EQ(c.attn_logit_softcap, 50.0);
-        EXPECT_EQ(c.final_logit_softcap, 30.0);
-        EXPECT_EQ(c.sliding_window, 4096);
-        EXPECT_EQ(c.layer_sliding_window(0), 4096);
-        EXPECT_EQ(c.layer_sliding_window(1), 0);
-      }
-    } else if (c.family == "mistral") {
-      EXPECT_EQ(c.sliding_window, 4096);
-      EXPECT_EQ(c.max_seq_len, 32768);
-    }
-  }
-  EXPECT_DOUBLE_EQ(named("torchtune.models.gemma2.gemma2_27b").config.attention_scale(), 1.0 / 12.0);
-  EXPECT_DOUBLE_EQ(named("torchtune.models.gemma2.gemma2_9b").config.attention_scale(), 1.0 / 16.0);
-  EXPECT_EQ(named("torchtune.models.phi4.phi4_14b").config.rope_base, 250000.0);
-  EXPECT_EQ(named("torchtune.models.phi3.phi3_mini").config.sliding_window, 2047);
-}
-
-std::int64_t allocated_parameters(const DecoderConfig& config) {
-  ft::nn::TransformerDecoder decoder = ft_llama::build_decoder(config);
-  std::int64_t total = 0;
-  for (const auto& p : decoder->parameters()) total += p.numel();
-  return total;
-}
-
-// The meta device builds a decoder of any size from its shapes: 70B counted without a weight.
-TEST(NamedModelSizes, MetaDeviceBuildsTheLargestSizesWithoutAllocating) {
-  for (const auto& size : named_model_sizes()) {
-    ft::nn::MetaParameters on_meta;
-    ft::nn::TransformerDecoder decoder = ft_llama::build_decoder(size.config);
-    EXPECT_TRUE(decoder->tok_embeddings.is_meta()) << size.component;
-    EXPECT_EQ(ft::nn::count_parameters(*decoder), size.config.parameter_count()) << size.component;
-  }
-}
-
-// The count from shapes equals what the decoder allocates: tied and untied, with and without
-// q/k/v biases, grouped-query and multi-head, and an explicit head_dim wider than embed_dim / heads.
-TEST(NamedModelSizes, ShapeCountEqualsAllocatedParameters) {
-  DecoderConfig c;
-  c.vocab_size = 97;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.embed_dim = 32;
-  c.intermediate_dim = 72;
-  c.max_seq_len = 16;
-  for (bool tied : {false, true}) {
-    for (bool bias : {false, true}) {
-      for (std::int64_t kv : {2, 4}) {
-        for (std::int64_t head_dim : {0, 12}) {
-          c.tie_word_embeddings = tied;
-          c.qkv_bias = bias;
-          c.num_kv_heads = kv;
-          c.head_dim = head_dim;
-          EXPECT_EQ(c.parameter_count(), allocated_parameters(c))
-              << "tied " << tied << " bias " << bias << " kv " << kv << " head_dim " << head_dim;
-          // Qwen 3's q/k norms and Gemma 2's post norms add parameters too.
-          DecoderConfig extended = c;
-          extended.qk_norm = true;
-          extended.post_norms = true;
-          EXPECT_EQ(extended.parameter_count(), allocated_parameters(extended));
-        }
+        EXPECT_EQ(c["attn_logit_softcapping"], 50.0);
+        EXPECT_EQ(c["final_logit_softcapping"], 30.0);
+        EXPECT_EQ(c["sliding_window"], 4096);
       }
     }
   }
+  EXPECT_EQ(hf_config("torchtune.models.gemma2.gemma2_27b")["query_pre_attn_scalar"], 144.0);
+  EXPECT_EQ(hf_config("torchtune.models.gemma2.gemma2_9b")["query_pre_attn_scalar"], 256.0);
+  EXPECT_EQ(hf_config("torchtune.models.mistral.mistral_7b")["sliding_window"], 4096);
+  EXPECT_EQ(hf_config("torchtune.models.mistral.mistral_7b")["max_position_embeddings"], 32768);
+  EXPECT_EQ(hf_config("torchtune.models.phi4.phi4_14b")["rope_theta"], 250000.0);
+  EXPECT_EQ(hf_config("torchtune.models.phi3.phi3_mini")["sliding_window"], 2047);
+  EXPECT_TRUE(has_hf_parameter("torchtune.models.phi3.phi3_mini", "model.layers.0.self_attn.qkv_proj.weight"));
 }
 
-TEST(NamedModelSizes, EveryNamedSizeIsAComponentOfThePlugin) {
-  auto r = fttest::run_fthost("ls model -v");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const auto& size : named_model_sizes())
-    EXPECT_NE(r.output.find(size.component + " "), std::string::npos) << size.component << "\n" << r.output;
-  EXPECT_NE(r.output.find("8,030,261,248 parameters"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("torchtune.models.llama2.llama2 "), std::string::npos) << r.output;
+// The meta device builds what the CPU allocates: the same parameters, shapes and count.
+TEST_F(NamedModelSizes, MetaAndCpuBuildsHaveTheSameParameters) {
+  const std::string tiny = R"(
+[model]
+_component_ = "torchtune.models.gemma2.gemma2"
+vocab_size = 97
+num_layers = 3
+num_heads = 4
+head_dim = 12
+num_kv_heads = 2
+embed_dim = 32
+intermediate_dim = 72
+max_seq_len = 16
+)";
+  auto meta = registry().instantiate<ft::Model>(root(tiny).table("model"),
+                                                ft::Model::Args{at::kFloat, c10::Device(c10::kMeta), 0});
+  auto cpu = registry().instantiate<ft::Model>(root(tiny).table("model"));
+  const auto meta_params = meta->module().named_parameters();
+  const auto cpu_params = cpu->module().named_parameters();
+  ASSERT_EQ(meta_params.size(), cpu_params.size());
+  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+    EXPECT_EQ(meta_params[i].key(), cpu_params[i].key());
+    EXPECT_EQ(meta_params[i].value().sizes(), cpu_params[i].value().sizes()) << cpu_params[i].key();
+    EXPECT_TRUE(meta_params[i].value().is_meta());
+  }
+  EXPECT_EQ(ft::nn::count_parameters(meta->module()), ft::nn::count_parameters(cpu->module()));
 }
 
 }  // namespace
