@@ -22,10 +22,10 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) const {
 
 namespace ft::nn {
 
-void FeedForwardImpl::initialize(const Fill& fill, double std, double residual_std) {
-  fill(w1->weight, std);
-  fill(w3->weight, std);
-  fill(w2->weight, residual_std);
+void FeedForwardImpl::initialize(const Fill& fill, double stddev, double residual_stddev) {
+  fill(w1->weight, stddev);
+  fill(w3->weight, stddev);
+  fill(w2->weight, residual_stddev);
 }
 
 }  // namespace ft::nn

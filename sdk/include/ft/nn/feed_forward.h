@@ -21,7 +21,7 @@ class FeedForwardImpl final : public FeedForwardBlockImpl {
  public:
   FeedForwardImpl(std::int64_t dim, std::int64_t hidden_dim, MlpActivation activation = MlpActivation::SiLU);
   at::Tensor forward(const at::Tensor& x) const override;
-  void initialize(const Fill& fill, double std, double residual_std) override;
+  void initialize(const Fill& fill, double stddev, double residual_stddev) override;
   Linear w1{nullptr}, w2{nullptr}, w3{nullptr};  // gate, down, up
   MlpActivation activation;
 };

@@ -15,11 +15,11 @@ class FeedForwardBlockImpl : public torch::nn::Module {
  public:
   // x: [b, s, dim] -> [b, s, dim].
   virtual at::Tensor forward(const at::Tensor& x) const = 0;
-  // Random initialisation (initialize_weights): fill(tensor, std) draws each weight from the
-  // decoder's one generator, in the block's fixed order; `residual_std` is for the projections
+  // Random initialisation (initialize_weights): fill(tensor, stddev) draws each weight from the
+  // decoder's one generator, in the block's fixed order; `residual_stddev` is for the projections
   // that write into the residual stream.
-  using Fill = std::function<void(at::Tensor&, double std)>;
-  virtual void initialize(const Fill& fill, double std, double residual_std) = 0;
+  using Fill = std::function<void(at::Tensor&, double stddev)>;
+  virtual void initialize(const Fill& fill, double stddev, double residual_stddev) = 0;
 };
 using FeedForwardBlock = std::shared_ptr<FeedForwardBlockImpl>;
 

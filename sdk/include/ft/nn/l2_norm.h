@@ -10,7 +10,7 @@ namespace ft::nn {
 
 class L2NormImpl final : public NormImpl {
  public:
-  explicit L2NormImpl(double eps) : eps(eps) {}
+  explicit L2NormImpl(double eps_) : eps(eps_) {}
   at::Tensor forward(const at::Tensor& x) const override;
   double eps;
 };
