@@ -94,6 +94,15 @@ void read_gelu_tanh_activation(const ConfigJsonReader& json, const FamilyHf& fam
   c.activation = MlpActivation::GeluTanh;
 }
 
+void read_scaled_geglu_decoder(const ConfigJsonReader& json, const FamilyHf& family, DecoderConfig& c) {
+  read_gelu_tanh_activation(json, family, c);
+  c.norm_adds_one = true;
+  c.scale_embeddings = true;
+  if (!c.tie_word_embeddings)
+    json.fail("tie_word_embeddings",
+              family.model_type + "'s output projection is its embedding; false is not supported");
+}
+
 std::string write_hf_config(const DecoderConfig& c, const FamilyHf& family, c10::ScalarType dtype) {
   nlohmann::ordered_json j;
   j["architectures"] = {family.architecture};

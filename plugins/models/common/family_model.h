@@ -46,6 +46,10 @@ std::string write_hf_config(const DecoderConfig& config, const FamilyHf& family,
 // where "gelu" means the tanh approximation as Hugging Face computes it.
 void read_gelu_tanh_activation(const ConfigJsonReader& json, const FamilyHf& family, DecoderConfig& c);
 
+// A decoder with (1 + w) norms, GeGLU and scaled embeddings, tied: the activation as above, and
+// tie_word_embeddings false refused.
+void read_scaled_geglu_decoder(const ConfigJsonReader& json, const FamilyHf& family, DecoderConfig& c);
+
 std::unique_ptr<ft::Model> make_family_model(const DecoderConfig& config, std::shared_ptr<const FamilyHf> family,
                                              const ft::Model::Args& args);
 

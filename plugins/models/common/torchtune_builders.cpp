@@ -90,4 +90,47 @@ void register_hf_config_builder(ft::Registry& reg, const std::string& component,
   });
 }
 
+void register_sliding_window_builder(ft::Registry& reg, const std::string& component, const std::string& summary,
+                                     const std::shared_ptr<const FamilyHf>& family) {
+  ft::Schema schema = common_schema("10000.0", "1e-5");
+  schema.required("intermediate_dim", ft::ValueType::Int, "MLP width")
+      .optional("sliding_window", ft::ValueType::Int, "0",
+                "attend to at most this many positions, itself included, in every layer (0: all; fthost's key)");
+  reg.add<ft::Model>(component, schema, summary, [family](const ft::ConfigNode& cfg, ft::Model::Args args) {
+    DecoderConfig c = common_config(cfg);
+    c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
+    c.sliding_window = cfg.get<std::int64_t>("sliding_window");
+    return build_checked(cfg, c, family, args);
+  });
+}
+
+void use_scaled_geglu_decoder(DecoderConfig& c) {
+  c.tie_word_embeddings = true;
+  c.norm_adds_one = true;
+  c.activation = MlpActivation::GeluTanh;
+  c.scale_embeddings = true;
+}
+
+void register_family(ft::Registry& reg, FamilyRecord record) {
+  ft::ModelFamily family;
+  family.name = std::move(record.name);
+  family.hf_model_types = std::move(record.hf_model_types);
+  family.hf_architectures = std::move(record.hf_architectures);
+  family.checkpointer_model_types = std::move(record.checkpointer_model_types);
+  family.hf_config_component = std::move(record.hf_config_component);
+  family.default_tokenizer = std::move(record.default_tokenizer);
+  reg.add_family(std::move(family));
+}
+
+std::function<std::optional<ft::TokenizerChoice>(const ft::ModelDirectory&)> tokenizer_by_model_type(
+    std::string model_type, std::string component, std::vector<std::string> files) {
+  return [model_type = std::move(model_type), component = std::move(component),
+          files = std::move(files)](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+    if (dir.hf_model_type != model_type) return std::nullopt;
+    for (const std::string& file : files)
+      if (dir.has_file(file)) return ft::TokenizerChoice{component, dir.file(file), "path", ""};
+    return std::nullopt;
+  };
+}
+
 }  // namespace ft_models

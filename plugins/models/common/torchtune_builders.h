@@ -10,7 +10,11 @@
 #include <ft/registry.h>
 #include <ft/schema.h>
 
+#include <ft/model_family.h>
+
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +42,33 @@ struct NamedModelSize {
 void register_named_sizes(ft::Registry& reg, const std::vector<NamedModelSize>& sizes,
                           const std::shared_ptr<const FamilyHf>& family);
 
+// A generic builder for a decoder with an optional sliding window on every layer: the common
+// keys, intermediate_dim, and sliding_window (0: none).
+void register_sliding_window_builder(ft::Registry& reg, const std::string& component, const std::string& summary,
+                                     const std::shared_ptr<const FamilyHf>& family);
+
+// The decoder some families are: (1 + w) norms, GeGLU, embeddings scaled by sqrt(dim), the output
+// tied to the embedding.
+void use_scaled_geglu_decoder(DecoderConfig& c);
+
 // The component reading a family from a config.json (`path`: the file or its directory).
 void register_hf_config_builder(ft::Registry& reg, const std::string& component, const std::string& summary,
                                 const std::shared_ptr<const FamilyHf>& family);
+
+// The family record (ft/model_family.h), registered.
+struct FamilyRecord {
+  std::string name;
+  std::vector<std::string> hf_model_types;
+  std::vector<std::string> hf_architectures;
+  std::vector<std::string> checkpointer_model_types;
+  std::string hf_config_component;
+  std::function<std::optional<ft::TokenizerChoice>(const ft::ModelDirectory&)> default_tokenizer;
+};
+void register_family(ft::Registry& reg, FamilyRecord record);
+
+// The tokenizer rule of a family whose model directories are told apart by config.json's
+// model_type: `component` reading the first of `files` the directory has.
+std::function<std::optional<ft::TokenizerChoice>(const ft::ModelDirectory&)> tokenizer_by_model_type(
+    std::string model_type, std::string component, std::vector<std::string> files);
 
 }  // namespace ft_models

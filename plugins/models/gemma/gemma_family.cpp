@@ -20,11 +20,7 @@ std::shared_ptr<const FamilyHf> gemma_hf() {
   // Gemma's config.json may say "gelu" in hidden_act: Hugging Face computes the tanh
   // approximation unless hidden_activation says otherwise, and so does fthost.
   f->read_own = [family = f.get()](const ConfigJsonReader& json, DecoderConfig& c) {
-    read_gelu_tanh_activation(json, *family, c);
-    c.norm_adds_one = true;
-    c.scale_embeddings = true;
-    if (!c.tie_word_embeddings)
-      json.fail("tie_word_embeddings", "Gemma's output projection is its embedding; false is not supported");
+    read_scaled_geglu_decoder(json, *family, c);
   };
   f->write_own = [](const DecoderConfig& c, nlohmann::ordered_json& j) {
     j["hidden_activation"] = "gelu_pytorch_tanh";
@@ -46,10 +42,7 @@ DecoderConfig gemma_sized(std::int64_t layers, std::int64_t heads, std::int64_t 
   c.max_seq_len = 8192;
   c.norm_eps = 1e-6;
   c.rope_base = 10000.0;
-  c.tie_word_embeddings = true;
-  c.norm_adds_one = true;
-  c.activation = MlpActivation::GeluTanh;
-  c.scale_embeddings = true;
+  use_scaled_geglu_decoder(c);
   return c;
 }
 
@@ -61,10 +54,7 @@ void register_components(ft::Registry& reg) {
                      [hf](const ft::ConfigNode& cfg, ft::Model::Args args) {
                        DecoderConfig c = common_config(cfg);
                        c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
-                       c.tie_word_embeddings = true;
-                       c.norm_adds_one = true;
-                       c.activation = MlpActivation::GeluTanh;
-                       c.scale_embeddings = true;
+                       use_scaled_geglu_decoder(c);
                        return build_checked(cfg, c, hf, args);
                      });
   register_named_sizes(reg,
@@ -75,17 +65,13 @@ void register_components(ft::Registry& reg) {
   register_hf_config_builder(reg, "fthost.models.gemma.from_hf_config",
                              "a Gemma architecture read from a Hugging Face config.json", hf);
 
-  ft::ModelFamily family;
-  family.name = "gemma";
-  family.hf_model_types = {"gemma"};
-  family.hf_architectures = {"GemmaForCausalLM"};
-  family.checkpointer_model_types = {"GEMMA"};
-  family.hf_config_component = "fthost.models.gemma.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (dir.hf_model_type != "gemma" || !dir.has_file("tokenizer.model")) return std::nullopt;
-    return ft::TokenizerChoice{"torchtune.models.gemma.gemma_tokenizer", dir.file("tokenizer.model"), "path", ""};
-  };
-  reg.add_family(std::move(family));
+  register_family(reg,
+                  {"gemma",
+                   {"gemma"},
+                   {"GemmaForCausalLM"},
+                   {"GEMMA"},
+                   "fthost.models.gemma.from_hf_config",
+                   tokenizer_by_model_type("gemma", "torchtune.models.gemma.gemma_tokenizer", {"tokenizer.model"})});
 }
 
 }  // namespace

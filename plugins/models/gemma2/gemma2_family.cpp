@@ -13,11 +13,7 @@ using namespace ft_models;
 using NullIs = ConfigJsonReader::NullIs;
 
 void read_gemma2(const ConfigJsonReader& json, const FamilyHf& family, DecoderConfig& c) {
-  read_gelu_tanh_activation(json, family, c);
-  c.norm_adds_one = true;
-  c.scale_embeddings = true;
-  if (!c.tie_word_embeddings)
-    json.fail("tie_word_embeddings", "Gemma 2's output projection is its embedding; false is not supported");
+  read_scaled_geglu_decoder(json, family, c);
   c.post_norms = true;
   // Soft caps: null means none in Hugging Face's Gemma 2; an absent one takes its defaults.
   c.attn_logit_softcap = json.number("attn_logit_softcapping", 50.0, NullIs::Default);
@@ -77,10 +73,7 @@ DecoderConfig gemma2_sized(std::int64_t layers, std::int64_t heads, std::int64_t
   c.max_seq_len = 8192;
   c.norm_eps = 1e-6;
   c.rope_base = 10000.0;
-  c.tie_word_embeddings = true;
-  c.norm_adds_one = true;
-  c.activation = MlpActivation::GeluTanh;
-  c.scale_embeddings = true;
+  use_scaled_geglu_decoder(c);
   c.post_norms = true;
   c.attn_logit_softcap = 50.0;
   c.final_logit_softcap = 30.0;
@@ -104,10 +97,7 @@ void register_components(ft::Registry& reg) {
                      [hf](const ft::ConfigNode& cfg, ft::Model::Args args) {
                        DecoderConfig c = common_config(cfg);
                        c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
-                       c.tie_word_embeddings = true;
-                       c.norm_adds_one = true;
-                       c.activation = MlpActivation::GeluTanh;
-                       c.scale_embeddings = true;
+                       use_scaled_geglu_decoder(c);
                        c.post_norms = true;
                        c.attn_logit_softcap = cfg.get<double>("hidden_capping_value");
                        c.final_logit_softcap = cfg.get<double>("final_capping_value");
@@ -127,17 +117,13 @@ void register_components(ft::Registry& reg) {
   register_hf_config_builder(reg, "fthost.models.gemma2.from_hf_config",
                              "a Gemma 2 architecture read from a Hugging Face config.json", hf);
 
-  ft::ModelFamily family;
-  family.name = "gemma2";
-  family.hf_model_types = {"gemma2"};
-  family.hf_architectures = {"Gemma2ForCausalLM"};
-  family.checkpointer_model_types = {"GEMMA2"};
-  family.hf_config_component = "fthost.models.gemma2.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (dir.hf_model_type != "gemma2" || !dir.has_file("tokenizer.model")) return std::nullopt;
-    return ft::TokenizerChoice{"torchtune.models.gemma.gemma_tokenizer", dir.file("tokenizer.model"), "path", ""};
-  };
-  reg.add_family(std::move(family));
+  register_family(reg,
+                  {"gemma2",
+                   {"gemma2"},
+                   {"Gemma2ForCausalLM"},
+                   {"GEMMA2"},
+                   "fthost.models.gemma2.from_hf_config",
+                   tokenizer_by_model_type("gemma2", "torchtune.models.gemma.gemma_tokenizer", {"tokenizer.model"})});
 }
 
 }  // namespace

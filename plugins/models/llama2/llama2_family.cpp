@@ -54,24 +54,25 @@ void register_components(ft::Registry& reg) {
                          llama2_sized(40, 40, 5120, 13824)}},
                        hf);
 
-  ft::ModelFamily family;
-  family.name = "llama2";
-  family.hf_architectures = {"LlamaForCausalLM"};
-  family.checkpointer_model_types = {"LLAMA2"};
   // A SentencePiece tokenizer.json (<s>, </s>, neither Llama 3's nor ChatML's tokens), or a
-  // tokenizer.model alone.
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    const char* component = "torchtune.models.llama2.llama2_tokenizer";
-    if (dir.has_file("tokenizer.json")) {
-      if (dir.has_added_token("<s>") && dir.has_added_token("</s>") && !dir.has_added_token("<|begin_of_text|>") &&
-          !dir.has_added_token("<|im_start|>"))
-        return ft::TokenizerChoice{component, dir.file("tokenizer.json"), "path", ""};
-      return std::nullopt;
-    }
-    if (dir.has_file("tokenizer.model")) return ft::TokenizerChoice{component, dir.file("tokenizer.model"), "path", ""};
-    return std::nullopt;
-  };
-  reg.add_family(std::move(family));
+  // tokenizer.model alone. Its config.json (model_type "llama") is the llama3 family's to read.
+  register_family(reg, {"llama2",
+                        {},
+                        {"LlamaForCausalLM"},
+                        {"LLAMA2"},
+                        "",
+                        [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+                          const char* component = "torchtune.models.llama2.llama2_tokenizer";
+                          if (dir.has_file("tokenizer.json")) {
+                            if (dir.has_added_token("<s>") && dir.has_added_token("</s>") &&
+                                !dir.has_added_token("<|begin_of_text|>") && !dir.has_added_token("<|im_start|>"))
+                              return ft::TokenizerChoice{component, dir.file("tokenizer.json"), "path", ""};
+                            return std::nullopt;
+                          }
+                          if (dir.has_file("tokenizer.model"))
+                            return ft::TokenizerChoice{component, dir.file("tokenizer.model"), "path", ""};
+                          return std::nullopt;
+                        }});
 }
 
 }  // namespace

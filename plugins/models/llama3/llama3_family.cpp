@@ -94,17 +94,17 @@ void register_components(ft::Registry& reg) {
       reg, "torchtune.models.llama3.base_llama_tp_plan",
       "Megatron plan of every fthost decoder: q/k/v, w1/w3, output colwise; output_proj, w2, tok_embeddings rowwise");
 
-  ft::ModelFamily family;
-  family.name = "llama3";
-  family.hf_model_types = {"llama"};
-  family.hf_architectures = {"LlamaForCausalLM"};
-  family.checkpointer_model_types = {"LLAMA3", "LLAMA3_2"};
-  family.hf_config_component = "fthost.models.llama3.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (!dir.has_added_token("<|begin_of_text|>")) return std::nullopt;
-    return ft::TokenizerChoice{"torchtune.models.llama3.llama3_tokenizer", dir.file("tokenizer.json"), "path", ""};
-  };
-  reg.add_family(std::move(family));
+  register_family(
+      reg,
+      {"llama3",
+       {"llama"},
+       {"LlamaForCausalLM"},
+       {"LLAMA3", "LLAMA3_2"},
+       "fthost.models.llama3.from_hf_config",
+       [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+         if (!dir.has_added_token("<|begin_of_text|>")) return std::nullopt;
+         return ft::TokenizerChoice{"torchtune.models.llama3.llama3_tokenizer", dir.file("tokenizer.json"), "path", ""};
+       }});
 }
 
 }  // namespace

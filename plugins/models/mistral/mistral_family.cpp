@@ -45,37 +45,21 @@ DecoderConfig mistral_7b() {
 
 void register_components(ft::Registry& reg) {
   const auto hf = mistral_hf();
-  ft::Schema schema = common_schema("10000.0", "1e-5");
-  schema.required("intermediate_dim", ft::ValueType::Int, "MLP width")
-      .optional("sliding_window", ft::ValueType::Int, "0",
-                "attend to at most this many positions, itself included, in every layer (0: all; fthost's key)");
-  reg.add<ft::Model>("torchtune.models.mistral.mistral", schema,
-                     "Mistral decoder of any size (grouped-query attention, optional sliding window)",
-                     [hf](const ft::ConfigNode& cfg, ft::Model::Args args) {
-                       DecoderConfig c = common_config(cfg);
-                       c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
-                       c.sliding_window = cfg.get<std::int64_t>("sliding_window");
-                       return build_checked(cfg, c, hf, args);
-                     });
+  register_sliding_window_builder(reg, "torchtune.models.mistral.mistral",
+                                  "Mistral decoder of any size (grouped-query attention, optional sliding window)", hf);
   register_named_sizes(
       reg, {{"torchtune.models.mistral.mistral_7b", "Mistral 7B v0.1 (sliding window 4096)", mistral_7b()}}, hf);
   register_hf_config_builder(reg, "fthost.models.mistral.from_hf_config",
                              "a Mistral architecture read from a Hugging Face config.json", hf);
 
-  ft::ModelFamily family;
-  family.name = "mistral";
-  family.hf_model_types = {"mistral"};
-  family.hf_architectures = {"MistralForCausalLM"};
-  family.checkpointer_model_types = {"MISTRAL"};
-  family.hf_config_component = "fthost.models.mistral.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (dir.hf_model_type != "mistral") return std::nullopt;
-    const char* component = "torchtune.models.mistral.mistral_tokenizer";
-    if (dir.has_file("tokenizer.model")) return ft::TokenizerChoice{component, dir.file("tokenizer.model"), "path", ""};
-    if (dir.has_file("tokenizer.json")) return ft::TokenizerChoice{component, dir.file("tokenizer.json"), "path", ""};
-    return std::nullopt;
-  };
-  reg.add_family(std::move(family));
+  // A SentencePiece model where the directory has one, else the tokenizer.json.
+  register_family(reg, {"mistral",
+                        {"mistral"},
+                        {"MistralForCausalLM"},
+                        {"MISTRAL"},
+                        "fthost.models.mistral.from_hf_config",
+                        tokenizer_by_model_type("mistral", "torchtune.models.mistral.mistral_tokenizer",
+                                                {"tokenizer.model", "tokenizer.json"})});
 }
 
 }  // namespace

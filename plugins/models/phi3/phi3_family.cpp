@@ -45,18 +45,8 @@ DecoderConfig phi3_sized(std::int64_t vocab, std::int64_t layers, std::int64_t h
 
 void register_components(ft::Registry& reg) {
   const auto hf = phi3_hf();
-  ft::Schema schema = common_schema("10000.0", "1e-5");
-  schema.required("intermediate_dim", ft::ValueType::Int, "MLP width")
-      .optional("sliding_window", ft::ValueType::Int, "0",
-                "attend to at most this many positions, itself included, in every layer (0: all; fthost's key)");
-  reg.add<ft::Model>("torchtune.models.phi3.phi3", schema,
-                     "Phi-3 / Phi-4 decoder of any size (fused q/k/v and gate/up in its checkpoints)",
-                     [hf](const ft::ConfigNode& cfg, ft::Model::Args args) {
-                       DecoderConfig c = common_config(cfg);
-                       c.intermediate_dim = cfg.get<std::int64_t>("intermediate_dim");
-                       c.sliding_window = cfg.get<std::int64_t>("sliding_window");
-                       return build_checked(cfg, c, hf, args);
-                     });
+  register_sliding_window_builder(reg, "torchtune.models.phi3.phi3",
+                                  "Phi-3 / Phi-4 decoder of any size (fused q/k/v and gate/up in its checkpoints)", hf);
   register_named_sizes(
       reg,
       {{"torchtune.models.phi3.phi3_mini", "Phi-3 mini 4k (sliding window 2047; fused q/k/v and gate/up on disk)",
@@ -67,22 +57,21 @@ void register_components(ft::Registry& reg) {
   register_hf_config_builder(reg, "fthost.models.phi3.from_hf_config",
                              "a Phi-3 / Phi-4 architecture read from a Hugging Face config.json", hf);
 
-  ft::ModelFamily family;
-  family.name = "phi3";
-  family.hf_model_types = {"phi3"};
-  family.hf_architectures = {"Phi3ForCausalLM"};
-  family.checkpointer_model_types = {"PHI3_MINI", "PHI4"};
-  family.hf_config_component = "fthost.models.phi3.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (dir.hf_model_type != "phi3") return std::nullopt;
-    if (dir.has_file("tokenizer.model"))
-      return ft::TokenizerChoice{"torchtune.models.phi3.phi3_mini_tokenizer", dir.file("tokenizer.model"), "path", ""};
-    if (dir.has_file("vocab.json") && dir.has_file("merges.txt"))
-      return ft::TokenizerChoice{"torchtune.models.phi4.phi4_tokenizer", dir.file("vocab.json"), "vocab_path",
-                                 dir.file("merges.txt")};
-    return std::nullopt;
-  };
-  reg.add_family(std::move(family));
+  // Phi-3's SentencePiece model, else Phi-4's BPE vocabulary and merges.
+  const auto phi3_mini =
+      tokenizer_by_model_type("phi3", "torchtune.models.phi3.phi3_mini_tokenizer", {"tokenizer.model"});
+  register_family(reg, {"phi3",
+                        {"phi3"},
+                        {"Phi3ForCausalLM"},
+                        {"PHI3_MINI", "PHI4"},
+                        "fthost.models.phi3.from_hf_config",
+                        [phi3_mini](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+                          if (auto sentencepiece = phi3_mini(dir)) return sentencepiece;
+                          if (dir.hf_model_type != "phi3" || !dir.has_file("vocab.json") || !dir.has_file("merges.txt"))
+                            return std::nullopt;
+                          return ft::TokenizerChoice{"torchtune.models.phi4.phi4_tokenizer", dir.file("vocab.json"),
+                                                     "vocab_path", dir.file("merges.txt")};
+                        }});
 }
 
 }  // namespace

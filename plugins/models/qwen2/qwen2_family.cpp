@@ -79,18 +79,18 @@ void register_components(ft::Registry& reg) {
   register_hf_config_builder(reg, "fthost.models.qwen2.from_hf_config",
                              "a Qwen 2 / 2.5 architecture read from a Hugging Face config.json", hf);
 
-  ft::ModelFamily family;
-  family.name = "qwen2";
-  family.hf_model_types = {"qwen2"};
-  family.hf_architectures = {"Qwen2ForCausalLM"};
-  family.checkpointer_model_types = {"QWEN2", "QWEN2_5"};
-  family.hf_config_component = "fthost.models.qwen2.from_hf_config";
   // A ChatML tokenizer.json (<|im_start|>) that is not Llama 3's.
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (!dir.has_added_token("<|im_start|>") || dir.has_added_token("<|begin_of_text|>")) return std::nullopt;
-    return ft::TokenizerChoice{"torchtune.models.qwen2_5.qwen2_5_tokenizer", dir.file("tokenizer.json"), "path", ""};
-  };
-  reg.add_family(std::move(family));
+  register_family(reg, {"qwen2",
+                        {"qwen2"},
+                        {"Qwen2ForCausalLM"},
+                        {"QWEN2", "QWEN2_5"},
+                        "fthost.models.qwen2.from_hf_config",
+                        [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+                          if (!dir.has_added_token("<|im_start|>") || dir.has_added_token("<|begin_of_text|>"))
+                            return std::nullopt;
+                          return ft::TokenizerChoice{"torchtune.models.qwen2_5.qwen2_5_tokenizer",
+                                                     dir.file("tokenizer.json"), "path", ""};
+                        }});
 }
 
 }  // namespace

@@ -96,17 +96,13 @@ void register_components(ft::Registry& reg) {
   register_megatron_plan(reg, "torchtune.models.qwen3.tp_plan",
                          "Qwen 3's plan: the same Megatron split as base_llama_tp_plan");
 
-  ft::ModelFamily family;
-  family.name = "qwen3";
-  family.hf_model_types = {"qwen3"};
-  family.hf_architectures = {"Qwen3ForCausalLM"};
-  family.checkpointer_model_types = {"QWEN3"};
-  family.hf_config_component = "fthost.models.qwen3.from_hf_config";
-  family.default_tokenizer = [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
-    if (dir.hf_model_type != "qwen3" || !dir.has_file("tokenizer.json")) return std::nullopt;
-    return ft::TokenizerChoice{"torchtune.models.qwen3.qwen3_tokenizer", dir.file("tokenizer.json"), "path", ""};
-  };
-  reg.add_family(std::move(family));
+  register_family(reg,
+                  {"qwen3",
+                   {"qwen3"},
+                   {"Qwen3ForCausalLM"},
+                   {"QWEN3"},
+                   "fthost.models.qwen3.from_hf_config",
+                   tokenizer_by_model_type("qwen3", "torchtune.models.qwen3.qwen3_tokenizer", {"tokenizer.json"})});
 }
 
 }  // namespace
