@@ -97,9 +97,11 @@ TEST_F(NamedModelSizes, ParameterCountsMatchThePublishedSizes) {
     EXPECT_EQ(ft::nn::count_parameters(model->module()), published) << component;
   }
   // Every registered builder without keys is a named size with a published count.
-  for (const ft::ComponentInfo* info : registry().list(ft::Kind::Model))
-    if (info->schema.keys().empty() && starts_with(info->name, "torchtune.models."))
+  for (const ft::ComponentInfo* info : registry().list(ft::Kind::Model)) {
+    if (info->schema.keys().empty() && starts_with(info->name, "torchtune.models.")) {
       EXPECT_TRUE(kPublishedParameters.count(info->name)) << info->name << ": add its published parameter count";
+    }
+  }
 }
 
 TEST_F(NamedModelSizes, ListedCountsAreThePublishedSizes) {
