@@ -1,6 +1,6 @@
 // CPU attention, forward + backward, two ways (not a test: prints medians and their ratio):
 //   fused   fthost's path: grouped-query matmul, ft_kernels::masked_softmax (causal columns
-//           skipped), matmul (plugins/llama/transformer_decoder.cpp)
+//           skipped), matmul (sdk/src/nn/attention.cpp)
 //   sdpa    LibTorch's at::scaled_dot_product_attention(is_causal, enable_gqa)
 // on the benchmark models' attention shapes, interleaved A B A B so both see the same machine.
 //   fthost_attention_bench [repeats]      (threads: OMP_NUM_THREADS / at::get_num_threads)
