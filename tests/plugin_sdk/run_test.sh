@@ -20,7 +20,7 @@ fthost="$work/prefix/bin/fthost"
 if grep -q "loading the library" "$work/validate.log"; then
   echo "validate loaded a plugin library instead of reading its manifest:"; cat "$work/validate.log"; exit 1
 fi
-"$fthost" ls metric_logger --plugin-dir "$work/acme/plugins" | grep -q "acme.loggers.CsvLogger"
+"$fthost" ls metric_logger --plugin-dir "$work/acme/plugins" | grep "acme.loggers.CsvLogger" > /dev/null
 "$fthost" --plugin-dir "$work/acme/plugins" --config "$source_dir/configs/tiny_demo.toml" \
   output_dir="$work/run" epochs=2 max_steps_per_epoch=10 log_every_n_steps=5 \
   dataset.source="$source_dir/configs/demo/sort_tokens.jsonl" \
@@ -37,7 +37,9 @@ goldens="$build_dir/family_goldens"
 python=$(sed -n 's/^FTHOST_PYTHON:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
 [[ -x "$python" ]] || python="$source_dir/.venv/bin/python"
 check="$source_dir/tests/plugin_sdk/golden_case.py"
-"$fthost" ls model --plugin-dir "$work/acme/plugins" | grep -q "acme.models.qwen3"
+# grep reads the whole listing: with -q it would stop at the match, and fthost, still writing,
+# would fail on the closed pipe.
+"$fthost" ls model --plugin-dir "$work/acme/plugins" | grep "acme.models.qwen3" > /dev/null
 for case in qwen3_tied_ga2_clip qwen3_untied; do
   "$python" "$check" config "$goldens" "$case" "$work/$case" > "$work/$case.toml"
   "$fthost" --plugin-dir "$work/acme/plugins" --config "$work/$case.toml" > "$work/$case.log" 2>&1 \
