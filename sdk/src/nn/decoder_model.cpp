@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace ft::nn {
@@ -42,15 +43,15 @@ void log_cpu_kernels_once() {
 
 DecoderModel::DecoderModel(const BuildDecoder& build, const ft::Model::Args& args, HfLayout layout)
     : dtype_(args.dtype), layout_(layout) {
-  if (args.device.is_meta()) {
-    MetaParameters on_meta;
+  const bool shapes_only = args.device.is_meta();
+  if (args.device.is_cpu()) log_cpu_kernels_once();
+  {
+    std::optional<MetaParameters> on_meta;
+    if (shapes_only) on_meta.emplace();
     decoder_ = build();
-  } else {
-    if (args.device.is_cpu()) log_cpu_kernels_once();
-    decoder_ = build();
-    initialize_weights(*decoder_, args.seed);
   }
   if (!decoder_) throw ft::Error("model: the family's builder returned no decoder");
+  if (!shapes_only) initialize_weights(*decoder_, args.seed);
   // The embedding is a lookup; the output projection (tied or not) is a matmul every position
   // goes through, and so is every linear layer.
   matmul_parameters_ = static_cast<double>(decoder_->options.vocab_size * decoder_->options.embed_dim);
