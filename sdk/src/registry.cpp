@@ -125,9 +125,9 @@ std::string out_of_scope(const std::string& name) {
   if (starts("torchtune.models.llama3_2_vision.") || starts("torchtune.models.clip.") ||
       starts("torchtune.models.flux.") || starts("torchtune.models.t5."))
     return "'" + name + "' belongs to a multimodal model, which fthost does not train (text decoders only)";
-  if (starts("torchtune.models.llama4.") || starts("torchtune.models.qwen3.qwen3_moe") ||
-      starts("torchtune.models.qwen3.lora_qwen3_moe"))
-    return "'" + name + "' builds a mixture-of-experts model, which fthost does not train (dense decoders only)";
+  if (starts("torchtune.models.qwen3.qwen3_moe") || starts("torchtune.models.qwen3.lora_qwen3_moe"))
+    return "'" + name + "' is no builder fthost has: Qwen3-MoE is fthost.models.qwen3_moe.qwen3_30b_a3b, " +
+           "fthost.models.qwen3_moe.qwen3_235b_a22b, or fthost.models.from_hf_config with the checkpoint's config.json";
   return {};
 }
 

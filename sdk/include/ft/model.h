@@ -46,19 +46,33 @@ struct ModelOutput {
   // Set with hidden_only when the model soft-caps its logits (Gemma 2: cap * tanh(logits / cap)):
   // a loss that projects `hidden` itself must cap what it computes. 0: no cap.
   double final_logit_softcap = 0;
+  // Mixture-of-experts models. The auxiliary (load-balancing) loss of this forward, already
+  // weighted by its coefficient: a float32 scalar the recipe adds to the training objective;
+  // undefined when the model computes none.
+  at::Tensor auxiliary_loss;
+  // The tokens this forward routed to each expert, [sparse layers, experts] int64 (each token
+  // counted once per expert it chose); undefined for a dense model.
+  at::Tensor expert_load;
 };
 
-// One parameter under its Hugging Face name. `tensor` is the live parameter (same storage).
+// One parameter under its Hugging Face name. `tensor` is the live parameter (same storage), or a
+// view of one (one expert's slice of a stacked expert parameter).
 struct NamedTensor {
   NamedTensor() = default;
-  NamedTensor(std::string name_, at::Tensor tensor_, std::vector<at::Tensor> parts_ = {})
-      : name(std::move(name_)), tensor(std::move(tensor_)), parts(std::move(parts_)) {}
+  NamedTensor(std::string name_, at::Tensor tensor_, std::vector<at::Tensor> parts_ = {}, std::int64_t parts_dim_ = 0)
+      : name(std::move(name_)), tensor(std::move(tensor_)), parts(std::move(parts_)), parts_dim(parts_dim_) {}
   std::string name;
   at::Tensor tensor;
   // Set instead of `tensor` when the checkpoint stores several live parameters as one tensor
-  // (Phi-3's qkv_proj = [q; k; v]): the parts, concatenated along dimension 0 in this order.
+  // (Phi-3's qkv_proj = [q; k; v]): the parts, concatenated along `parts_dim` in this order.
   // Read and write such an entry through checkpoint_value / assign_checkpoint_value.
   std::vector<at::Tensor> parts;
+  std::int64_t parts_dim = 0;
+  // Set when the checkpoint's layout differs from the live one by more than a concatenation
+  // (Llama 4's experts stored [experts, in, out], its rotary pairs interleaved): `to_checkpoint`
+  // maps the live value (the tensor, or the parts concatenated) to what the checkpoint holds,
+  // `from_checkpoint` maps it back. Both must be exact (copies, transposes, permutations).
+  std::function<at::Tensor(const at::Tensor&)> to_checkpoint, from_checkpoint;
 };
 
 // cap * tanh(x / cap) (Gemma 2's soft-capped attention scores and logits); `x` itself when cap <= 0.
@@ -105,6 +119,13 @@ class Model {
   // Hugging Face names a checkpoint may hold that this model deliberately ignores
   // (e.g. `lm_head.weight` of a tied model, rotary caches).
   virtual bool ignorable_hf_name(const std::string& name) const {
+    (void)name;
+    return false;
+  }
+  // Hugging Face names of tensors this model does not train but a saved checkpoint must carry
+  // unchanged (Llama 4's vision tower when only its language model is finetuned): the
+  // checkpointer keeps them as loaded and writes them back bit for bit.
+  virtual bool carried_hf_name(const std::string& name) const {
     (void)name;
     return false;
   }

@@ -72,6 +72,24 @@ inline std::string cuda_device_name(int index) {
 #endif
 }
 
+// The CUDA device's compute capability major version (9 for Hopper); 0 without CUDA.
+inline int cuda_compute_capability_major(int index) {
+#if FT_WITH_CUDA
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) return 0;
+  return properties.major;
+#else
+  (void)index;
+  return 0;
+#endif
+}
+
+// LibTorch's grouped GEMM (a private operator, present from 2.8): a [n, k] times b [groups, k, m]
+// with `offsets` the int32 end row of each group in a.
+inline at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& offsets) {
+  return at::_grouped_mm(a, b, offsets);
+}
+
 struct CudaMemoryPeaks {
   double active_bytes = 0, allocated_bytes = 0, reserved_bytes = 0;
 };

@@ -21,6 +21,8 @@ std::string AttentionOptions::problem() const {
            std::to_string(num_kv_heads) + ")";
   if (query_scale && !(*query_scale > 0)) return "the query scale must be positive";
   if (softcap < 0) return "the attention logit soft cap must be positive (or 0: none)";
+  if (query_temperature && !(query_temperature->floor_scale > 0))
+    return "the query temperature's floor_scale must be positive";
   return mask.problem();
 }
 
@@ -50,13 +52,23 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   const std::int64_t b = x.size(0), s = x.size(1);
   at::Tensor q = q_proj->forward(x).view({b, s, num_heads_, head_dim_});
   at::Tensor k = k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
-  if (q_norm) {
+  const auto normalize = [&] {
+    if (!q_norm) return;
     q = q_norm->forward(q);
     k = k_norm->forward(k);
-  }
+  };
+  if (!options_.norm_after_positions) normalize();
   if (positions_) {
     q = positions_->apply(q, positions);
     k = positions_->apply(k, positions);
+  }
+  if (options_.norm_after_positions) normalize();
+  if (const auto& temperature = options_.query_temperature) {
+    // [b or 1, s] float32 factors, one per query position.
+    const at::Tensor p = positions.to(at::kFloat);
+    const at::Tensor factor =
+        at::log1p(at::floor((p + 1.0) / temperature->floor_scale)) * temperature->attn_scale + 1.0;
+    q = (q * factor.view({p.dim() == 2 ? p.size(0) : 1, s, 1, 1})).to(q.scalar_type());
   }
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
   if (kv_cache) return output_proj->forward(kv_cache->attend(q, k, v, positions, scores_));

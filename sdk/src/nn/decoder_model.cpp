@@ -1,4 +1,6 @@
 #include <ft/nn/decoder_model.h>
+#include <ft/nn/load_balancing_loss.h>
+#include <ft/nn/mixture_of_experts.h>
 #include <ft/nn/parameter_device.h>
 #include <ft/nn/tensor_parallel_ops.h>
 
@@ -60,6 +62,14 @@ DecoderModel::DecoderModel(const BuildDecoder& build, const ft::Model::Args& arg
       if (dynamic_cast<const LinearImpl*>(module.get()))
         for (const auto& p : module->parameters(/*recurse=*/false))
           matmul_parameters_ += static_cast<double>(p.numel());
+    // A token multiplies through the k experts it chose, not all of them.
+    if (const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(layer->mlp.get())) {
+      const double per_expert =
+          static_cast<double>(moe->experts->w1.numel() + moe->experts->w2.numel() + moe->experts->w3.numel()) /
+          static_cast<double>(moe->experts->num_experts());
+      matmul_parameters_ += per_expert * static_cast<double>(moe->options().router.top_k);
+      has_experts_ = true;
+    }
     const AttentionOptions& attention = layer->attn->options();
     attention_width_ += static_cast<double>(attention.num_heads * attention.head_dim);
   }
@@ -87,6 +97,7 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
   at::Tensor positions = input.input_pos.defined() ? input.input_pos : at::arange(tokens.size(1), tokens.options());
   at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask);
   ft::ModelOutput out;
+  if (has_experts_) collect_routing(out);
   if (tensor_parallel_ && tensor_parallel_->output_vocab_shard) {
     // Loss parallel: the logits (or the loss's own projection) cover this rank's vocabulary slice.
     out.vocab_shard = tensor_parallel_->output_vocab_shard;
@@ -107,6 +118,31 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
   const int chunks = std::max(1, request.num_output_chunks);
   out.logits = chunks == 1 ? std::vector<at::Tensor>{logits} : logits.chunk(chunks, 1);
   return out;
+}
+
+void DecoderModel::collect_routing(ft::ModelOutput& out) const {
+  std::vector<at::Tensor> loads, logits;
+  std::int64_t num_experts = 0, top_k = 0;
+  bool checkpointed_router = false;
+  for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
+    const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(decoder_->layers[i]->mlp.get());
+    if (!moe) continue;
+    checkpointed_router |= i < decoder_->checkpointed_layers.size() && decoder_->checkpointed_layers[i];
+    loads.push_back(moe->last_expert_load);
+    logits.push_back(moe->last_router_logits);
+    num_experts = moe->options().router.num_experts;
+    top_k = moe->options().router.top_k;
+  }
+  out.expert_load = at::stack(loads);
+  const double coefficient = decoder_->options.router_aux_loss_coef;
+  if (coefficient != 0 && at::GradMode::is_enabled()) {
+    // Checkpointed layers ran without a graph: their router logits could carry no gradient.
+    if (checkpointed_router)
+      throw ft::Error(
+          "model: the router's load-balancing loss (output_router_logits) cannot be trained with activation "
+          "checkpointing yet; set enable_activation_checkpointing = false or drop output_router_logits");
+    out.auxiliary_loss = load_balancing_loss(logits, num_experts, top_k) * coefficient;
+  }
 }
 
 void* DecoderModel::find_role(ft::ModelRole role) {
@@ -226,7 +262,7 @@ void DecoderModel::with_full_tensor_parallel_parameters(const std::function<void
 bool DecoderModel::ignorable_hf_name(const std::string& name) const {
   // A tied model's checkpoint may still carry the (identical) lm_head copy; HF also used to
   // store the rotary inverse frequencies, which are recomputed from the config.
-  if (decoder_->options.tie_word_embeddings && name == "lm_head.weight") return true;
+  if (decoder_->options.tie_word_embeddings && name == layout_.lm_head) return true;
   return ft::ends_with(name, ".rotary_emb.inv_freq");
 }
 

@@ -20,6 +20,13 @@
 
 namespace ft::nn {
 
+// Llama 4's attention temperature on its layers without positions: queries at position p scaled
+// by log(1 + floor((p + 1) / floor_scale)) * attn_scale + 1, so attention sharpens with distance.
+struct QueryTemperature {
+  double floor_scale = 0;
+  double attn_scale = 0;
+};
+
 struct AttentionOptions {
   std::int64_t embed_dim = 0;
   std::int64_t num_heads = 0;
@@ -29,6 +36,9 @@ struct AttentionOptions {
   std::optional<double> query_scale;  // multiplies q.k; nullopt: 1/sqrt(head_dim)
   double softcap = 0;                 // scores -> softcap * tanh(scores / softcap); 0: none
   AttentionMask mask;
+  // The q/k norms after the positional embedding instead of before it (Llama 4's L2 norm).
+  bool norm_after_positions = false;
+  std::optional<QueryTemperature> query_temperature;  // nullopt: none
 
   // Empty when consistent, else what is wrong.
   std::string problem() const;

@@ -62,12 +62,16 @@ class DecoderModel : public ft::Model,
   c10::ScalarType dtype() const { return dtype_; }
 
  private:
+  // A mixture of experts' routing of the forward that just ran: expert load, auxiliary loss.
+  void collect_routing(ft::ModelOutput& out) const;
+
   TransformerDecoder decoder_{nullptr};
   c10::ScalarType dtype_;
   HfLayout layout_;
   // From the whole model, before any tensor-parallel split (training_flops_per_position).
   double matmul_parameters_ = 0;
   double attention_width_ = 0;       // sum over layers of heads x head_dim
+  bool has_experts_ = false;         // some layer is a mixture of experts
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
   std::optional<DecoderSplits> tensor_parallel_;

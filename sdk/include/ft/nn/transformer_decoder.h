@@ -31,6 +31,9 @@ struct DecoderOptions {
   // Embeddings times sqrt(embed_dim), the factor rounded to the hidden dtype first (Gemma).
   bool scale_embeddings = false;
   double final_logit_softcap = 0;  // logits -> cap * tanh(logits / cap); 0: none (Gemma 2)
+  // Mixture-of-experts layers: the weight of the load-balancing loss added to the objective
+  // (Hugging Face's router_aux_loss_coef when output_router_logits is set); 0: none.
+  double router_aux_loss_coef = 0;
 };
 
 class TransformerDecoderImpl : public torch::nn::Module {
