@@ -2,6 +2,7 @@
 
 #include "train/data_pipeline.h"
 #include "train/device_support.h"
+#include "train/expert_load_metrics.h"
 #include "train/heap_reuse.h"
 #include "train/metric_logger_fanout.h"
 #include "train/thread_settings.h"
@@ -299,6 +300,7 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   // Summed on the device: no host synchronisation until the step's totals are needed.
   at::Tensor rank_loss = at::zeros({}, at::TensorOptions(at::kFloat).device(s_.device));
   at::Tensor rank_tokens = at::zeros({}, at::TensorOptions(at::kLong).device(s_.device));
+  at::Tensor rank_auxiliary, rank_expert_load;
   StepTotals step;
   for (std::size_t i = 0; i < micro_batches.size(); ++i) {
     std::vector<ft::Sample> samples;
@@ -309,24 +311,43 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     step.seq_len = std::max(step.seq_len, batch.tokens.size(-1));
     const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
-    rank_tokens += targets.ne(ignore_index).sum();
+    const at::Tensor micro_batch_tokens = targets.ne(ignore_index).sum();
+    rank_tokens += micro_batch_tokens;
     // The seed sums the count over the ranks before backward; a policy that normalises in
     // backward needs it there, the other reads it once after the last micro-batch.
     if (step_policy_->needs_step_tokens_before_backward()) step.tokens = total_tokens(rank_tokens);
     parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches.size());
-    const at::Tensor loss = loss_sum(batch, targets);
-    rank_loss += loss.detach().to(at::kFloat);
-    step_policy_->backward_target(loss, step.tokens).backward();
+    ForwardLoss forward = forward_loss(batch, targets);
+    at::Tensor objective = forward.loss_sum;
+    rank_loss += objective.detach().to(at::kFloat);
+    if (forward.auxiliary_loss.defined()) {
+      // Weighted by the micro-batch's tokens, then normalised with the cross-entropy by the
+      // step's: one micro-batch on one rank gives Hugging Face's CE mean + coef x aux exactly.
+      const at::Tensor weighted = forward.auxiliary_loss * micro_batch_tokens.to(at::kFloat);
+      rank_auxiliary = rank_auxiliary.defined() ? rank_auxiliary + weighted.detach() : weighted.detach();
+      objective = objective + weighted;
+    }
+    if (forward.expert_load.defined())
+      rank_expert_load = rank_expert_load.defined() ? rank_expert_load + forward.expert_load : forward.expert_load;
+    step_policy_->backward_target(objective, step.tokens).backward();
     parallelism_->end_micro_batch();
   }
 
   // The totals over every data-parallel rank: what the gradients are normalised by and what
-  // the logged loss means.
-  at::Tensor totals = at::stack({rank_tokens.to(at::kCPU, at::kDouble), rank_loss.to(at::kCPU, at::kDouble)});
+  // the logged loss means; a mixture of experts' auxiliary loss and expert load ride along.
+  std::vector<at::Tensor> sums{rank_tokens.to(at::kCPU, at::kDouble).reshape({1}),
+                               rank_loss.to(at::kCPU, at::kDouble).reshape({1})};
+  if (rank_auxiliary.defined()) sums.push_back(rank_auxiliary.to(at::kCPU, at::kDouble).reshape({1}));
+  if (rank_expert_load.defined()) sums.push_back(rank_expert_load.to(at::kCPU, at::kDouble).reshape({-1}));
+  at::Tensor totals = at::cat(sums);
   parallelism_->all_reduce_sum(totals);
   step.tokens = static_cast<std::int64_t>(totals[0].item<double>());
   check_tokens(step.tokens, global_step_ + 1);
   step.loss = totals[1].item<double>() / static_cast<double>(step.tokens);
+  std::int64_t next = 2;
+  if (rank_auxiliary.defined()) step.auxiliary_loss = totals[next++].item<double>() / static_cast<double>(step.tokens);
+  if (rank_expert_load.defined())
+    step.expert_load = totals.narrow(0, next, rank_expert_load.numel()).view(rank_expert_load.sizes());
   step.grad_norm = step_policy_->update(step.tokens);
   if (scheduler_) scheduler_->step();
   if (profiler_) profiler_->step();
@@ -343,11 +364,15 @@ std::int64_t FullFinetuneRecipe::total_tokens(const at::Tensor& rank_tokens) {
 }
 
 at::Tensor FullFinetuneRecipe::loss_sum(const ft::Batch& batch, const at::Tensor& targets) {
+  return forward_loss(batch, targets).loss_sum;
+}
+
+FullFinetuneRecipe::ForwardLoss FullFinetuneRecipe::forward_loss(const ft::Batch& batch, const at::Tensor& targets) {
   const ft::ModelInput input{batch.tokens.to(s_.device),
                              batch.input_pos.defined() ? batch.input_pos.to(s_.device) : at::Tensor(),
                              batch.mask.defined() ? batch.mask.to(s_.device) : at::Tensor()};
   const ft::ModelOutput output = model_->forward(input, loss_->output_request());
-  return loss_->sum(output, targets, *model_);
+  return {loss_->sum(output, targets, *model_), output.auxiliary_loss, output.expert_load};
 }  // the logits go here, before backward, which would otherwise peak with them alive
 
 void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
@@ -362,6 +387,9 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
     for (auto& m : peak_memory_stats(s_.device)) metrics.push_back(std::move(m));
   if (step.grad_norm) metrics.emplace_back("grad_norm", *step.grad_norm);
   metrics.emplace_back("num_tokens", static_cast<double>(step.tokens));
+  if (step.auxiliary_loss) metrics.emplace_back("router_aux_loss", *step.auxiliary_loss);
+  if (step.expert_load.defined())
+    for (auto& m : expert_load_metrics(step.expert_load)) metrics.push_back(std::move(m));
   // FLOPs are spent on every position the model processes, padding and prompts included.
   if (model_flops_)
     for (auto& m : model_flops_->metrics(

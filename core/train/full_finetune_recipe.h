@@ -68,6 +68,18 @@ class FullFinetuneRecipe {
     double seconds = 0;
     std::int64_t positions = 0;  // this rank's positions through the model, padding included
     std::int64_t seq_len = 0;    // the longest (padded) sequence of the step
+    // Mixture-of-experts models: the weighted load-balancing loss (each micro-batch's weighted by
+    // its tokens, as its cross-entropy is) when the model computes one, and the step's token
+    // choices per expert over every data-parallel rank, [sparse layers, experts].
+    std::optional<double> auxiliary_loss;
+    at::Tensor expert_load;
+  };
+  // One micro-batch's forward: the loss summed over its tokens, and what a mixture of experts
+  // adds (ModelOutput::auxiliary_loss, expert_load; undefined for a dense model).
+  struct ForwardLoss {
+    at::Tensor loss_sum;
+    at::Tensor auxiliary_loss;
+    at::Tensor expert_load;
   };
   using MicroBatches = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
 
@@ -89,6 +101,7 @@ class FullFinetuneRecipe {
   std::int64_t total_tokens(const at::Tensor& rank_tokens);
   // The loss summed over `targets`' tokens; the model's outputs are freed before it returns.
   at::Tensor loss_sum(const ft::Batch& batch, const at::Tensor& targets);
+  ForwardLoss forward_loss(const ft::Batch& batch, const at::Tensor& targets);
   void log_step(std::int64_t epoch, const StepTotals& totals);
   // After step `step_in_epoch` (0-based) of `epoch`: the epoch's checkpoint after its last
   // step, a step_N checkpoint every save_every_n_steps steps.
