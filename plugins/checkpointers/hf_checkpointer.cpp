@@ -158,11 +158,17 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     std::map<std::string, std::string> loaded_from;  // name -> file
     std::size_t ignored = 0;
     loaded_tied_lm_head_ = false;
+    carried_.clear();
     for (const SafetensorsFile& file : files) {
       for (const TensorRecord& r : file.records()) {
         const std::string where = file.path() + ": tensor \"" + r.name + "\": ";
         auto it = params.find(r.name);
         if (it == params.end()) {
+          if (model.carried_hf_name(r.name)) {
+            // Not trained here, saved again exactly as loaded (dtype and bytes).
+            carried_.push_back({r.name, file.tensor(r).clone()});
+            continue;
+          }
           if (model.ignorable_hf_name(r.name)) {
             ++ignored;
             if (r.name == kTiedOutputName) loaded_tied_lm_head_ = true;
@@ -204,10 +210,14 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
     std::vector<std::string> names;
     for (const auto& f : files) names.push_back(fs::path(f.path()).filename().string());
     const double seconds = ft::seconds_since(start);
-    ft::log::info(
-        "checkpointer: loaded {} tensors ({}) from {} in {} ({}){} in {:.2f} s", copies.size(), megabytes(bytes),
-        files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files", dir, join(names, ", "),
-        ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "", seconds);
+    ft::log::info("checkpointer: loaded {} tensors ({}) from {} in {} ({}){}{} in {:.2f} s", copies.size(),
+                  megabytes(bytes), files.size() == 1 ? "1 file" : std::to_string(files.size()) + " files", dir,
+                  join(names, ", "),
+                  ignored ? ", ignored " + std::to_string(ignored) + " tensor(s) the model recomputes or ties" : "",
+                  carried_.empty()
+                      ? ""
+                      : ", kept " + std::to_string(carried_.size()) + " tensor(s) it does not train to save unchanged",
+                  seconds);
   }
 
   std::string save(ft::Model& model, const std::string& tag) {
@@ -247,8 +257,9 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
   // Weights, config.json and the source's companion files into the existing `dir`, synced.
   ShardedWrite write_model_directory(const fs::path& dir, const std::vector<ft::NamedTensor>& model_tensors,
                                      const ft::Model& model) const {
-    const std::vector<ft::NamedTensor> tensors = with_loaded_tied_copies(model_tensors);
+    std::vector<ft::NamedTensor> tensors = with_loaded_tied_copies(model_tensors);
     const c10::ScalarType dtype = tensors.front().tensor.scalar_type();
+    tensors.insert(tensors.end(), carried_.begin(), carried_.end());
     ShardedWrite written = write_sharded_safetensors(dir.string(), tensors, s_.max_shard_size, {{"format", "pt"}});
     ft::write_text_file_atomically((dir / "config.json").string(), config_json(model, dtype));
     copy_companion_files(dir);
@@ -308,6 +319,9 @@ class FullModelHFCheckpointer final : public ft::Checkpointer, private ft::Train
   Settings s_;
   // The last checkpoint loaded stored the tied output projection as a tensor of its own.
   bool loaded_tied_lm_head_ = false;
+  // Tensors of the loaded checkpoint the model does not train (ft::Model::carried_hf_name), as
+  // loaded, for every save.
+  std::vector<ft::NamedTensor> carried_;
 };
 
 // Whether the run resumes: the checkpointer's or the top-level resume_from_checkpoint (true, or
