@@ -43,8 +43,9 @@ inline json read_json(const std::string& path) {
 // the generation holds exactly these). Fixed here because test parameters are listed before the
 // ctest fixture generates anything.
 inline std::vector<std::string> family_case_names() {
-  return {"qwen3_tied_ga2_clip",      "qwen3_untied",        "gemma_tied_ga2_clip", "gemma2_ga2_clip",
-          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip"};
+  return {"qwen3_tied_ga2_clip",      "qwen3_untied",         "gemma_tied_ga2_clip",    "gemma2_ga2_clip",
+          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip", "qwen3_moe_ga2_clip",     "qwen3_moe_step2_tied",
+          "mixtral_ga2_clip",         "llama4_text_ga2_clip", "llama4_conditional_text"};
 }
 
 // The directory holding a case: the shared fixtures' or the generated families'.
@@ -69,8 +70,9 @@ inline std::string fixture_of(const std::string& case_name) {
 // The HF checkpointer's model_type for a fixture's config.json model_type.
 inline std::string checkpointer_model_type(const std::string& hf_model_type) {
   static const std::map<std::string, std::string> types = {
-      {"llama", "LLAMA3"},  {"qwen2", "QWEN2"},     {"qwen3", "QWEN3"},   {"gemma", "GEMMA"},
-      {"gemma2", "GEMMA2"}, {"mistral", "MISTRAL"}, {"phi3", "PHI3_MINI"}};
+      {"llama", "LLAMA3"},    {"qwen2", "QWEN2"},        {"qwen3", "QWEN3"},    {"gemma", "GEMMA"},
+      {"gemma2", "GEMMA2"},   {"mistral", "MISTRAL"},    {"phi3", "PHI3_MINI"}, {"qwen3_moe", "QWEN3_MOE"},
+      {"mixtral", "MIXTRAL"}, {"llama4_text", "LLAMA4"}, {"llama4", "LLAMA4"}};
   return types.at(hf_model_type);
 }
 

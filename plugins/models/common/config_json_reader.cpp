@@ -17,4 +17,10 @@ ConfigJsonReader::ConfigJsonReader(const ft::ConfigNode& cfg, std::string path) 
   if (!json_.is_object()) cfg_.fail("path", path_ + ": expected a JSON object");
 }
 
+ConfigJsonReader ConfigJsonReader::nested(const std::string& field) const {
+  if (!has(field)) fail(field, "required, missing");
+  if (!json_[field].is_object()) fail(field, "expected an object, got " + json_[field].dump());
+  return ConfigJsonReader(cfg_, path_, json_[field], field_prefix_ + field + ".");
+}
+
 }  // namespace ft_models

@@ -19,9 +19,12 @@ class ConfigJsonReader {
   // `path`: the config.json or the directory holding it.
   ConfigJsonReader(const ft::ConfigNode& cfg, std::string path);
   const std::string& path() const { return path_; }
+  // The object under `field` (a multimodal config's text_config), read with the same rules; its
+  // failures name the key as "field.key".
+  ConfigJsonReader nested(const std::string& field) const;
 
   [[noreturn]] void fail(const std::string& field, const std::string& message) const {
-    cfg_.fail("path", path_ + ": \"" + field + "\": " + message);
+    cfg_.fail("path", path_ + ": \"" + field_prefix_ + field + "\": " + message);
   }
   // Present with a value other than null.
   bool has(const std::string& field) const { return json_.contains(field) && !json_[field].is_null(); }
@@ -83,9 +86,13 @@ class ConfigJsonReader {
     fail(field, std::string("null is not valid here: expected ") + expected);
   }
 
+  ConfigJsonReader(const ft::ConfigNode& cfg, std::string path, nlohmann::json json, std::string field_prefix)
+      : cfg_(cfg), path_(std::move(path)), json_(std::move(json)), field_prefix_(std::move(field_prefix)) {}
+
   const ft::ConfigNode& cfg_;
   std::string path_;
   nlohmann::json json_;
+  std::string field_prefix_;
 };
 
 }  // namespace ft_models

@@ -3,6 +3,8 @@
 // on alternate ones.
 #include "decoder_builder.h"
 
+#include <ft/nn/l2_norm.h>
+#include <ft/nn/mixture_of_experts.h>
 #include <ft/nn/rms_norm.h>
 
 #include <memory>
@@ -26,7 +28,26 @@ AttentionOptions attention_options(const DecoderConfig& c, std::int64_t layer) {
   o.softcap = c.attn_logit_softcap;
   if (const std::int64_t window = c.layer_sliding_window(layer); window > 0)
     o.mask = AttentionMask::sliding_window(window);
+  if (c.layer_rotates(layer)) {
+    if (c.attention_chunk_size > 0) o.mask = AttentionMask::chunked_local(c.attention_chunk_size);
+    o.norm_after_positions = c.qk_l2_norm;
+  } else {
+    o.query_temperature = c.nope_query_temperature;
+  }
   return o;
+}
+
+FeedForwardBlock feed_forward_block(const DecoderConfig& c, std::int64_t layer) {
+  if (!c.layer_has_experts(layer)) return feed_forward(c.embed_dim, c.intermediate_dim, c.activation);
+  const ExpertLayers& e = c.experts;
+  MixtureOfExpertsOptions o;
+  o.dim = c.embed_dim;
+  o.expert_hidden_dim = e.expert_dim;
+  o.router = {c.embed_dim, e.num_experts, e.top_k, e.score, e.normalize_top_k};
+  o.weight_expert_inputs = e.weight_expert_inputs;
+  o.shared_expert_hidden_dim = e.shared_expert_dim;
+  o.activation = c.activation;
+  return mixture_of_experts(o);
 }
 
 }  // namespace
@@ -37,17 +58,20 @@ TransformerDecoder build_decoder(const DecoderConfig& c) {
   const auto positions = rotary_embedding(c.resolved_head_dim(), c.rope_base, c.rope_scaling);
   std::vector<TransformerLayer> layers;
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
-    AttentionBlocks blocks{positions, nullptr, nullptr};
+    AttentionBlocks blocks{c.layer_rotates(i) ? positions : nullptr, nullptr, nullptr};
     if (c.qk_norm) {
       blocks.q_norm = norm(c.resolved_head_dim());
       blocks.k_norm = norm(c.resolved_head_dim());
+    } else if (c.qk_l2_norm && c.layer_rotates(i)) {
+      blocks.q_norm = l2_norm(c.norm_eps);
+      blocks.k_norm = l2_norm(c.norm_eps);
     }
     TransformerLayerParts parts;
     parts.sa_norm = norm(c.embed_dim);
     parts.attn = Attention(attention_options(c, i), std::move(blocks));
     if (c.post_norms) parts.sa_scale = norm(c.embed_dim);
     parts.mlp_norm = norm(c.embed_dim);
-    parts.mlp = feed_forward(c.embed_dim, c.intermediate_dim, c.activation);
+    parts.mlp = feed_forward_block(c, i);
     if (c.post_norms) parts.mlp_scale = norm(c.embed_dim);
     layers.emplace_back(std::move(parts));
   }
@@ -58,6 +82,7 @@ TransformerDecoder build_decoder(const DecoderConfig& c) {
   options.tie_word_embeddings = c.tie_word_embeddings;
   options.scale_embeddings = c.scale_embeddings;
   options.final_logit_softcap = c.final_logit_softcap;
+  options.router_aux_loss_coef = c.experts.router_aux_loss_coef;
   return TransformerDecoder(options, std::move(layers), norm(c.embed_dim));
 }
 

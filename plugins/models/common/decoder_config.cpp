@@ -15,6 +15,15 @@ std::int64_t DecoderConfig::layer_sliding_window(std::int64_t layer) const {
   return sliding_window;
 }
 
+bool DecoderConfig::layer_has_experts(std::int64_t layer) const {
+  return experts.num_experts > 0 && static_cast<std::size_t>(layer) < experts.sparse.size() &&
+         experts.sparse[static_cast<std::size_t>(layer)];
+}
+
+bool DecoderConfig::layer_rotates(std::int64_t layer) const {
+  return rope_layers.empty() || rope_layers[static_cast<std::size_t>(layer)];
+}
+
 std::string DecoderConfig::problem() const {
   auto positive = [](std::int64_t v) { return v > 0; };
   if (!positive(vocab_size)) return "vocab_size must be positive";
@@ -36,13 +45,28 @@ std::string DecoderConfig::problem() const {
   if (rope_scaling) {
     const auto& s = *rope_scaling;
     if (!(s.factor >= 1)) return "scale_factor must be at least 1";
-    if (!(s.high_freq_factor > s.low_freq_factor)) return "rope high_freq_factor must exceed low_freq_factor";
+    if (!(s.high_freq_factor >= s.low_freq_factor)) return "rope high_freq_factor must not be below low_freq_factor";
     if (s.original_max_position_embeddings <= 0) return "rope original_max_position_embeddings must be positive";
   }
   if (attn_logit_softcap < 0) return "the attention logit soft cap must be positive (or 0: none)";
   if (final_logit_softcap < 0) return "the final logit soft cap must be positive (or 0: none)";
   if (query_pre_attn_scalar < 0) return "query_pre_attn_scalar must be positive (or 0: head_dim)";
   if (sliding_window < 0) return "sliding_window must be positive (or 0: none)";
+  if (experts.num_experts > 0) {
+    if (experts.top_k <= 0 || experts.top_k > experts.num_experts)
+      return "experts per token (" + std::to_string(experts.top_k) +
+             ") must be in [1, the number of experts = " + std::to_string(experts.num_experts) + "]";
+    if (experts.expert_dim <= 0) return "the experts' MLP width must be positive";
+    if (experts.sparse.size() != static_cast<std::size_t>(num_layers))
+      return "the sparse-layer pattern covers " + std::to_string(experts.sparse.size()) + " layers, the model has " +
+             std::to_string(num_layers);
+    if (experts.router_aux_loss_coef < 0) return "router_aux_loss_coef must not be negative";
+  }
+  if (!rope_layers.empty() && rope_layers.size() != static_cast<std::size_t>(num_layers))
+    return "the rotary-layer pattern covers " + std::to_string(rope_layers.size()) + " layers, the model has " +
+           std::to_string(num_layers);
+  if (attention_chunk_size < 0) return "attention_chunk_size must be positive (or 0: none)";
+  if (nope_query_temperature && !(nope_query_temperature->floor_scale > 0)) return "floor_scale must be positive";
   return {};
 }
 
@@ -52,11 +76,14 @@ std::int64_t DecoderConfig::parameter_count() const {
   std::int64_t attention = embed_dim * q_width + 2 * embed_dim * kv_width + q_width * embed_dim;
   if (qkv_bias) attention += q_width + 2 * kv_width;
   if (qk_norm) attention += 2 * hd;
-  const std::int64_t mlp = 3 * embed_dim * intermediate_dim;
+  const std::int64_t dense = 3 * embed_dim * intermediate_dim;
+  const std::int64_t sparse = experts.num_experts * (3 * embed_dim * experts.expert_dim + embed_dim) +
+                              3 * embed_dim * experts.shared_expert_dim;
   const std::int64_t norms = (post_norms ? 4 : 2) * embed_dim;
-  const std::int64_t layer = attention + mlp + norms;
   const std::int64_t embedding = vocab_size * embed_dim;
-  return embedding + num_layers * layer + embed_dim + (tie_word_embeddings ? 0 : embedding);
+  std::int64_t total = embedding + embed_dim + (tie_word_embeddings ? 0 : embedding);
+  for (std::int64_t i = 0; i < num_layers; ++i) total += attention + norms + (layer_has_experts(i) ? sparse : dense);
+  return total;
 }
 
 std::int64_t scale_hidden_dim_for_mlp(std::int64_t dim, std::int64_t multiple_of) {

@@ -4,17 +4,35 @@
 // composes the ft::nn blocks it describes.
 #pragma once
 
+#include <ft/nn/attention.h>
 #include <ft/nn/feed_forward.h>
 #include <ft/nn/rotary_embedding.h>
+#include <ft/nn/token_choice_router.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ft_models {
 
 using ft::nn::Llama3RopeScaling;
 using ft::nn::MlpActivation;
+using ft::nn::QueryTemperature;
+using ft::nn::RouterScore;
+
+// A mixture of experts in place of the dense MLP on some layers (Qwen3-MoE, Mixtral, Llama 4).
+struct ExpertLayers {
+  std::int64_t num_experts = 0;  // 0: every layer is dense
+  std::int64_t top_k = 0;
+  std::int64_t expert_dim = 0;         // each expert's MLP width
+  std::int64_t shared_expert_dim = 0;  // 0: no shared expert
+  RouterScore score = RouterScore::Softmax;
+  bool normalize_top_k = false;
+  bool weight_expert_inputs = false;  // the routing weight scales the expert's input (Llama 4)
+  std::vector<bool> sparse;           // per layer: experts (true) or the dense MLP
+  double router_aux_loss_coef = 0;    // weight of the load-balancing loss; 0: none
+};
 
 // Which layers attend within the sliding window when one is set: every layer, or layers 0, 2,
 // 4, ... with full attention in between.
@@ -46,11 +64,22 @@ struct DecoderConfig {
   double query_pre_attn_scalar = 0;  // scores scaled by 1/sqrt(this); 0: 1/sqrt(head_dim)
   std::int64_t sliding_window = 0;   // a query attends to at most this many positions (itself included); 0: all
   SlidingWindowLayers sliding_window_layers = SlidingWindowLayers::All;
+  ExpertLayers experts;
+  // Llama 4: per layer, whether attention rotates positions (false: no positional embedding,
+  // "NoPE"); empty: every layer does. On rotary layers: attention within chunks of
+  // attention_chunk_size positions (0: none) and an L2 norm of q and k after the rotation; on the
+  // others the query temperature.
+  std::vector<bool> rope_layers;
+  std::int64_t attention_chunk_size = 0;
+  bool qk_l2_norm = false;
+  std::optional<QueryTemperature> nope_query_temperature;
 
   std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : embed_dim / num_heads; }
   double attention_scale() const;
   // The window of layer `layer` (0: full causal attention).
   std::int64_t layer_sliding_window(std::int64_t layer) const;
+  bool layer_has_experts(std::int64_t layer) const;
+  bool layer_rotates(std::int64_t layer) const;
   // Empty when consistent, else what is wrong (the caller names the config key).
   std::string problem() const;
   // Trainable parameters of the decoder this config builds, counted from the shapes alone (no

@@ -28,6 +28,11 @@ class FamilyModel final : public ft::nn::DecoderModel {
         family_(std::move(family)) {}
 
   std::string hf_config_json() const override { return write_hf_config(config_, *family_, dtype()); }
+  bool carried_hf_name(const std::string& name) const override {
+    for (const std::string& prefix : family_->carried_prefixes)
+      if (name.rfind(prefix, 0) == 0) return true;
+    return false;
+  }
 
  private:
   DecoderConfig config_;
@@ -130,7 +135,16 @@ std::string write_hf_config(const DecoderConfig& c, const FamilyHf& family, c10:
   if (family.write_own) family.write_own(c, j);
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["torch_dtype"] = ft::nn::hf_dtype_name(dtype);
-  return j.dump(2) + "\n";
+  if (family.text_config_key.empty()) return j.dump(2) + "\n";
+  j.erase("architectures");
+  j["model_type"] = family.text_model_type;
+  nlohmann::ordered_json outer;
+  outer["architectures"] = {family.architecture};
+  outer["model_type"] = family.model_type;
+  outer[family.text_config_key] = j;
+  outer["tie_word_embeddings"] = c.tie_word_embeddings;
+  outer["torch_dtype"] = ft::nn::hf_dtype_name(dtype);
+  return outer.dump(2) + "\n";
 }
 
 std::unique_ptr<ft::Model> make_family_model(const DecoderConfig& config, std::shared_ptr<const FamilyHf> family,

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ft_models {
 
@@ -22,6 +23,10 @@ struct FamilyHf {
   std::string model_type;    // config.json's model_type
   std::string architecture;  // config.json's architectures entry (transformers' AutoModel)
   ft::nn::HfLayout layout;   // fused checkpoint tensors
+  // A multimodal checkpoint's config.json holds the decoder's keys under this key, with this
+  // model_type there (Llama 4: "text_config", "llama4_text"); empty: at the top level.
+  std::string text_config_key;
+  std::string text_model_type;
   // head_dim as the family's Hugging Face classes read it: the value when the key is absent (0:
   // hidden_size / num_attention_heads), and whether null (or 0) means that derived value too.
   std::int64_t absent_head_dim = 0;
@@ -31,6 +36,9 @@ struct FamilyHf {
   bool absent_tie_word_embeddings = false;
   bool qkv_bias = false;        // q/k/v biases always (attention_bias is not read)
   bool own_activation = false;  // read_own reads the activation; otherwise only silu is accepted
+  // Name prefixes of checkpoint tensors the model does not train but saves back unchanged (a
+  // multimodal checkpoint's vision tower when only its language model is finetuned).
+  std::vector<std::string> carried_prefixes;
   // The family's own keys, read after the shared ones (refusing what it cannot express) and
   // written after them.
   std::function<void(const ConfigJsonReader&, DecoderConfig&)> read_own;

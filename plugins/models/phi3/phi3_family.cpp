@@ -15,7 +15,8 @@ std::shared_ptr<const FamilyHf> phi3_hf() {
   auto f = std::make_shared<FamilyHf>();
   f->model_type = "phi3";
   f->architecture = "Phi3ForCausalLM";
-  f->layout = ft::nn::HfLayout{true, true};
+  f->layout.fused_qkv = true;
+  f->layout.fused_gate_up = true;
   f->absent_rms_norm_eps = 1e-5;  // Phi3Config's default
   f->read_own = [](const ConfigJsonReader& json, DecoderConfig& c) {
     c.sliding_window = json.integer("sliding_window", 0, ConfigJsonReader::NullIs::Default);  // null: none
