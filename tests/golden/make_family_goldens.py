@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Golden training trajectories for the Qwen 3, Gemma, Gemma 2, Mistral and Phi-3 families.
+"""Golden training trajectories for the Qwen 3, Qwen 3 MoE, Gemma, Gemma 2, Mistral, Mixtral, Phi-3
+and Llama 4 (text and multimodal checkpoint, text-only training) families.
 
 Writes, into --out DIR, the same layout and semantics as the shared golden set
 (FT_FIXTURES/golden, described in FT_FIXTURES/README.md):
@@ -118,8 +119,25 @@ def name_seed(*parts):
 # ----------------------------------------------------------------------------
 # Fixtures and cases
 # ----------------------------------------------------------------------------
+# Llama 4 text model: 4 layers; MoE on layers 1 and 3 (interleave_moe_layer_step 2), dense
+# (intermediate_size_mlp) on 0 and 2; no_rope_layers [1, 1, 0, 0] (1 = RoPE): layers 0 and 1 use
+# RoPE, chunked attention and the q/k L2 norm, layers 2 and 3 are NoPE, full attention and
+# temperature-tuned; so each of dense/MoE meets each of RoPE/NoPE once.
+LLAMA4_TEXT_KW = dict(
+    vocab_size=256, hidden_size=64, intermediate_size=32, intermediate_size_mlp=128,
+    num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+    hidden_act="silu", max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
+    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                  "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+    attention_dropout=0.0, num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2,
+    no_rope_layers=[1, 1, 0, 0], attention_chunk_size=8, use_qk_norm=True,
+    attn_temperature_tuning=True, floor_scale=2, attn_scale=1.0, output_router_logits=False,
+    router_aux_loss_coef=0.001, router_jitter_noise=0.0, tie_word_embeddings=False,
+    bos_token_id=1, eos_token_id=2)
+
 # Shapes: vocab 256, hidden 64, 4 query heads, intermediate 128. head_dim differs
 # from hidden/heads (= 16) wherever the family has an explicit head_dim.
+# The mixture-of-experts fixtures keep vocab, hidden and heads; their expert sizes are smaller.
 FIXTURES = {
     "qwen3_tied": dict(
         cls="Qwen3Config", arch="Qwen3ForCausalLM", norm_plus_one=False, embed_scale=0.25,
@@ -171,6 +189,57 @@ FIXTURES = {
                 partial_rotary_factor=1.0, sliding_window=None, resid_pdrop=0.0,
                 embd_pdrop=0.0, attention_dropout=0.0, tie_word_embeddings=False,
                 pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # Mixture-of-experts families. Expert tensors: see tests/golden/README.md.
+    "qwen3_moe": dict(
+        cls="Qwen3MoeConfig", arch="Qwen3MoeForCausalLM", norm_plus_one=False, moe=True,
+        weight_seed="qwen3_moe#111",
+        kw=dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=24, hidden_act="silu",
+                max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                rope_scaling=None, attention_bias=False, attention_dropout=0.0,
+                use_sliding_window=False, sliding_window=None, decoder_sparse_step=1,
+                moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                output_router_logits=False, router_aux_loss_coef=0.001, mlp_only_layers=[1],
+                tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)),
+    "qwen3_moe_step2_tied": dict(
+        cls="Qwen3MoeConfig", arch="Qwen3MoeForCausalLM", norm_plus_one=False, embed_scale=0.25, moe=True,
+        weight_seed="qwen3_moe_step2_tied#52",
+        kw=dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=16, hidden_act="silu",
+                max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                rope_scaling=None, attention_bias=False, attention_dropout=0.0,
+                use_sliding_window=False, sliding_window=None, decoder_sparse_step=2,
+                moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+                output_router_logits=False, router_aux_loss_coef=0.001, mlp_only_layers=[],
+                tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)),
+    "mixtral": dict(
+        cls="MixtralConfig", arch="MixtralForCausalLM", norm_plus_one=False, moe=True,
+        weight_seed="mixtral#33",
+        kw=dict(vocab_size=256, hidden_size=64, intermediate_size=32, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=16, hidden_act="silu",
+                max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=1000000.0,
+                sliding_window=None, attention_dropout=0.0, num_local_experts=4,
+                num_experts_per_tok=2, output_router_logits=False, router_aux_loss_coef=0.001,
+                router_jitter_noise=0.0, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)),
+    "llama4_text": dict(
+        cls="Llama4TextConfig", arch="Llama4ForCausalLM", norm_plus_one=False, moe=True,
+        weight_seed="llama4_text#7", kw=LLAMA4_TEXT_KW,
+        # q and k projections twice the default scale, so that the q/k L2 norm matters.
+        weight_scale={"self_attn.q_proj": 2.0, "self_attn.k_proj": 2.0}),
+    # Llama4ForConditionalGeneration: the llama4_text model (same weights under language_model.,
+    # same data) plus the smallest vision tower and projector transformers builds and runs.
+    "llama4_conditional": dict(
+        cls="Llama4Config", arch="Llama4ForConditionalGeneration", norm_plus_one=False, moe=True,
+        same_as="llama4_text", prefix="language_model.",
+        kw=dict(text_config=LLAMA4_TEXT_KW,
+                vision_config=dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64, num_channels=3, image_size=8, patch_size=4,
+                                   pixel_shuffle_ratio=0.5, projector_input_dim=32,
+                                   projector_output_dim=32, vision_output_dim=32, norm_eps=1e-5,
+                                   rope_theta=10000, hidden_act="gelu", attention_dropout=0.0,
+                                   projector_dropout=0.0, multi_modal_projector_bias=False),
+                boi_token_index=253, eoi_token_index=254, image_token_index=255,
+                tie_word_embeddings=False)),
 }
 
 NUM_SAMPLES = 44        # 11 optimizer steps' worth at batch 2 x grad_accum 2; 10 are run
@@ -196,6 +265,22 @@ CASES = [
     ("phi3_untied_ga2_clip", "phi3_untied",
      {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "2",
       "warmup": "2", "clip_grad_norm": "3.4"}),
+    ("qwen3_moe_ga2_clip", "qwen3_moe",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "2",
+      "warmup": "2", "clip_grad_norm": "3.5"}),
+    ("qwen3_moe_step2_tied", "qwen3_moe_step2_tied",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "1",
+      "scheduler": "none", "shuffle": True}),
+    ("mixtral_ga2_clip", "mixtral",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "2",
+      "scheduler": "none", "clip_grad_norm": "3.5", "shuffle": True}),
+    ("llama4_text_ga2_clip", "llama4_text",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "2",
+      "warmup": "1", "clip_grad_norm": "12.5"}),
+    # Text only (input_ids, no pixel_values) through Llama4ForConditionalGeneration.
+    ("llama4_conditional_text", "llama4_conditional",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "1",
+      "warmup": "2", "clip_grad_norm": "17.0", "weight_decay": "0.1", "shuffle": True}),
 ]
 
 AGREE_REL = 1e-9  # torchtune "agrees" when max|logit diff| / max|logit| (float64) is below this
@@ -265,13 +350,41 @@ class Ctx:
 # ----------------------------------------------------------------------------
 # Models: transformers (published definition) and torchtune (component builders)
 # ----------------------------------------------------------------------------
+def hf_class(ctx, cfg):
+    """The transformers class for cfg: AutoModelForCausalLM, except for the multimodal Llama 4
+    checkpoint (model_type llama4), which is Llama4ForConditionalGeneration (AutoModelForCausalLM
+    would pick Llama4ForCausalLM for it)."""
+    tr = ctx.transformers
+    if cfg.model_type == "llama4":
+        return tr.Llama4ForConditionalGeneration
+    return tr.AutoModelForCausalLM
+
+
+def hf_build(ctx, cfg, **kw):
+    cls = hf_class(ctx, cfg)
+    if cls is ctx.transformers.AutoModelForCausalLM:
+        return cls.from_config(cfg, **kw)
+    return cls._from_config(cfg, **kw)
+
+
+def check_eager(ctx, model):
+    """Every (sub-)config of the model must select eager attention (composite models too)."""
+    for m in model.modules():
+        c = getattr(m, "config", None)
+        if isinstance(c, ctx.transformers.PretrainedConfig) and c._attn_implementation != "eager":
+            die("%s: %s uses %s attention, not eager" % (model.config.model_type, type(m).__name__,
+                                                         c._attn_implementation))
+
+
 def hf_from_dir(ctx, d):
     torch, tr = ctx.torch, ctx.transformers
-    model, info = tr.AutoModelForCausalLM.from_pretrained(
+    cls = hf_class(ctx, tr.AutoConfig.from_pretrained(d))
+    model, info = cls.from_pretrained(
         d, attn_implementation="eager", dtype=torch.float32, output_loading_info=True)
     problems = {k: v for k, v in info.items() if v}
     if problems:
         die("transformers loading %s: %s" % (d, problems))
+    check_eager(ctx, model)
     return model
 
 
@@ -281,7 +394,7 @@ def hf_from_config(ctx, cfg, sd, dtype):
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
-        model = tr.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager", dtype=dtype)
+        model = hf_build(ctx, cfg, attn_implementation="eager", dtype=dtype)
     finally:
         torch.set_default_dtype(prev)
     res = model.load_state_dict({k: v.to(dtype) for k, v in sd.items()}, strict=False)
@@ -291,11 +404,24 @@ def hf_from_config(ctx, cfg, sd, dtype):
     if cfg.tie_word_embeddings:
         model.tie_weights()
         assert model.lm_head.weight is model.model.embed_tokens.weight
+    check_eager(ctx, model)
     return model
 
 
 def tt_supported(cfg):
     return cfg.model_type in ("llama", "qwen2", "gemma", "gemma2", "mistral", "phi3")
+
+
+# Why torchtune 0.6.1 cannot serve as the reference, for the MoE families it lacks (the others
+# say "torchtune 0.6.1 has no <model_type> model").
+TT_ABSENT = {
+    "qwen3_moe": "torchtune 0.6.1 has no Qwen 3 MoE model",
+    "mixtral": "torchtune 0.6.1 has no Mixtral model (and no mixture-of-experts module)",
+    "llama4_text": ("torchtune 0.6.1 has no Llama 4 model: torchtune.models.llama4 and torchtune.modules.moe "
+                    "arrived on torchtune's main branch on 2025-04-10 (pytorch/torchtune#2570), after the "
+                    "v0.6.1 tag (2025-04-07), and no torchtune release contains them"),
+}
+TT_ABSENT["llama4"] = TT_ABSENT["llama4_text"]
 
 
 def tt_builder_name(cfg):
@@ -506,7 +632,89 @@ def collate(ctx, samples, idxs):
     return toks, shifted
 
 
-def train(ctx, impl, samples, hp):
+class RunProbe:
+    """Watches a reference run of a mixture-of-experts model without changing it.
+
+    Forward hooks on the routers (Qwen3MoeSparseMoeBlock.gate, MixtralSparseMoeBlock.gate,
+    Llama4Router, whose output is (scores, logits)) record, over every forward of the run (the
+    initial per-sample forwards and every micro-batch of every step; every MoE layer; every
+    token, padding positions included), the smallest gap between the k-th and (k+1)-th largest
+    router logit (k = num_experts_per_tok), absolute and relative to the scale of that router
+    call's logits (their root mean square over all tokens and experts of the call). The training
+    loop also reports which parameters had no gradient (grad None) at each optimizer step."""
+
+    ROUTED = {"Qwen3MoeSparseMoeBlock": ("gate", None), "MixtralSparseMoeBlock": ("gate", None),
+              "Llama4Router": ("", 1)}
+
+    def __init__(self, ctx, cfg):
+        self.ctx, self.k = ctx, cfg.get_text_config().num_experts_per_tok
+        self.phase, self.handles = "initial", []
+        self.min_abs, self.min_rel, self.where = math.inf, math.inf, None
+        self.per_router, self.calls, self.tokens = {}, 0, 0
+        self.no_grad = {}  # step -> names with grad None
+
+    def attach(self, model):
+        for name, m in model.named_modules():
+            spec = self.ROUTED.get(type(m).__name__)
+            if spec is None:
+                continue
+            sub, idx = spec
+            mod = getattr(m, sub) if sub else m
+            rname = name + ("." + sub if sub else "")
+            self.per_router.setdefault(rname, math.inf)
+            self.handles.append(mod.register_forward_hook(self._hook(rname, idx)))
+        if not self.handles:
+            die("no router modules found in %s" % type(model).__name__)
+
+    def detach(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _hook(self, rname, idx):
+        torch = self.ctx.torch
+
+        def hook(mod, inp, out):
+            lg = (out if idx is None else out[idx]).detach().double()
+            lg = lg.reshape(-1, lg.shape[-1])
+            top = torch.topk(lg, self.k + 1, dim=-1).values
+            gap = top[:, self.k - 1] - top[:, self.k]
+            scale = lg.pow(2).mean().sqrt().item()
+            g, i = gap.min(0)
+            g, i = g.item(), i.item()
+            rel = g / scale
+            self.calls += 1
+            self.tokens += lg.shape[0]
+            self.per_router[rname] = min(self.per_router[rname], rel)
+            self.min_abs = min(self.min_abs, g)
+            if rel < self.min_rel:
+                self.min_rel = rel
+                self.where = "%s, %s, token row %d (gap %.4g, call logit rms %.4g)" % (
+                    self.phase, rname, i, g, scale)
+        return hook
+
+    def grads(self, step, model):
+        self.no_grad[step] = [n for n, p in model.named_parameters() if p.grad is None]
+
+    def record(self):
+        names = sorted({n for v in self.no_grad.values() for n in v})
+        return {
+            "router_gap": {
+                "top_k": self.k,
+                "measure": ("over every forward of the float32 reference run (initial per-sample forwards, "
+                            "every micro-batch of every step), every router, every token including padding: "
+                            "gap = k-th minus (k+1)-th largest router logit; rel = gap / root mean square of "
+                            "that router call's logits"),
+                "min_abs_gap": self.min_abs, "min_rel_gap": self.min_rel, "at": self.where,
+                "per_router_min_rel_gap": self.per_router, "router_calls": self.calls,
+                "token_evaluations": self.tokens},
+            "params_without_grad": {
+                "per_step_count": [len(self.no_grad[s]) for s in sorted(self.no_grad)],
+                "names": names},
+        }
+
+
+def train(ctx, impl, samples, hp, probe=None):
     torch = ctx.torch
     from torchtune.training.lr_schedulers import get_cosine_schedule_with_warmup
     model = impl.model
@@ -523,7 +731,9 @@ def train(ctx, impl, samples, hp):
     for step, (epoch, mbs) in enumerate(plan, start=1):
         opt.zero_grad(set_to_none=True)
         running, num_tokens = None, 0
-        for mb in mbs:
+        for mi, mb in enumerate(mbs):
+            if probe is not None:
+                probe.phase = "step %d micro-batch %d" % (step, mi)
             toks, labels = collate(ctx, samples, mb)
             num_tokens += int((labels != -100).sum())
             logits = impl.forward(toks)
@@ -532,6 +742,8 @@ def train(ctx, impl, samples, hp):
                 ignore_index=-100, reduction="sum")
             running = loss.detach() if running is None else running + loss.detach()
             loss.backward()
+        if probe is not None:
+            probe.grads(step, model)
         scale = torch.tensor(1.0 / num_tokens)
         for p in params:
             if p.grad is not None:
@@ -553,7 +765,7 @@ def train(ctx, impl, samples, hp):
     return log, order
 
 
-def initial_stats(ctx, impl, samples, builder, data_name="data.jsonl"):
+def initial_stats(ctx, impl, samples, builder, data_name="data.jsonl", probe=None):
     torch = ctx.torch
     F = torch.nn.functional
     impl.model.eval()
@@ -563,6 +775,8 @@ def initial_stats(ctx, impl, samples, builder, data_name="data.jsonl"):
     longest_logits = None
     with torch.no_grad():
         for i, s in enumerate(samples):
+            if probe is not None:
+                probe.phase = "initial sample %d" % i
             toks, labels = collate(ctx, samples, [i])
             lg = impl.forward(toks).float()[0]
             lab = labels[0]
@@ -603,10 +817,15 @@ def weight_stats(state):
     return out
 
 
-def run_case(ctx, kind, fixture_dir, cfg, ckpt, samples, hp):
+def run_case(ctx, kind, fixture_dir, cfg, ckpt, samples, hp, probe=None):
     impl = make_impl(ctx, kind, fixture_dir, cfg, ckpt)
-    init = initial_stats(ctx, impl, samples, impl.builder)
-    log, order = train(ctx, impl, samples, hp)
+    if probe is not None:
+        probe.attach(impl.model)
+    init = initial_stats(ctx, impl, samples, impl.builder, probe=probe)
+    log, order = train(ctx, impl, samples, hp, probe=probe)
+    if probe is not None:
+        probe.detach()
+        probe.final_state = impl.hf_state()
     final = weight_stats(impl.hf_state())
     return init, log, order, final
 
@@ -673,11 +892,49 @@ def compare_case(ctx, fixture, cfg, ckpt, samples):
         rec["without_sliding_window_rel_loss_change"] = rel
         if rel <= 1e-3:
             die("%s: sliding_window=%d changes the initial loss by only %.3g relative" % (fixture, cfg.sliding_window, rel))
+    moe_variants = []
+    if mt == "qwen3_moe":
+        moe_variants = [("norm_topk_prob_flipped", dict(norm_topk_prob=not cfg.norm_topk_prob))]
+    elif mt == "llama4_text":
+        moe_variants = [("without_chunked_attention", dict(attention_chunk_size=1 << 20)),
+                        ("without_attn_temperature_tuning", dict(attn_temperature_tuning=False)),
+                        ("without_qk_norm", dict(use_qk_norm=False)),
+                        ("without_rope_scaling", dict(rope_scaling=None))]
+    for label, changes in moe_variants:
+        _, l2 = variant(**changes)
+        rel = abs(l2 - hf_loss) / abs(hf_loss)
+        rec[label + "_rel_loss_change"] = rel
+        if rel <= 1e-3:
+            die("%s: %s changes the initial loss by only %.3g relative" % (fixture, label, rel))
+    if mt == "llama4":
+        # Text only, the multimodal model is its language model: Llama4ForCausalLM built from
+        # text_config with the language_model.* weights must give the same logits.
+        pre = "language_model."
+        tsd = {k[len(pre):]: v for k, v in sd.items() if k.startswith(pre)}
+        lm_logits, _ = fp64_outputs(ctx, lambda: hf_from_config(ctx, cfg.text_config, tsd, f64), samples)
+        d, _ = max_diff(lm_logits, hf_logits)
+        rec["fp64_max_abs_logit_diff_vs_Llama4ForCausalLM_on_text_config"] = d
+        if d > 1e-12:
+            die("%s: text-only Llama4ForConditionalGeneration differs from Llama4ForCausalLM by %.3g" % (fixture, d))
+        # The vision tower and projector are a working model: one image (one image token after
+        # the pixel shuffle) changes the logits from the image token on.
+        vc, np = cfg.vision_config, ctx.np
+        img = uniform_array(np, name_seed("image", fixture), vc.num_channels * vc.image_size ** 2)
+        pix = torch.from_numpy(img.reshape(1, vc.num_channels, vc.image_size, vc.image_size) * 2.0 - 1.0)
+        ids = torch.tensor([[1, cfg.boi_token_index, cfg.image_token_index, cfg.eoi_token_index, 5, 6, 7]])
+        with ctx.Fp64Mode(), torch.no_grad():
+            m = hf_from_config(ctx, cfg, sd, f64).eval()
+            with_img = m(input_ids=ids, pixel_values=pix, use_cache=False).logits
+            without = m(input_ids=ids, use_cache=False).logits
+        moved = (with_img - without).abs().amax(-1)[0]
+        rec["image_forward_max_abs_logit_change_per_position"] = [float("%.6g" % x) for x in moved.tolist()]
+        if not (torch.isfinite(with_img).all() and moved[:2].max() == 0 and moved[2:].min() > 1e-6):
+            die("%s: the vision tower does not act as expected: %s" % (fixture, moved.tolist()))
 
     if not tt_supported(cfg):
-        rec["torchtune"] = "torchtune 0.6.1 has no %s model" % mt
-        note = ("torchtune 0.6.1 has no %s model; the trajectory comes from transformers %s %s "
-                "(eager attention)." % (mt, ctx.transformers.__version__, cfg.architectures[0]))
+        rec["torchtune"] = TT_ABSENT.get(mt, "torchtune 0.6.1 has no %s model" % mt)
+        note = ("%s; the trajectory comes from transformers %s %s "
+                "(eager attention)." % (rec["torchtune"], ctx.transformers.__version__, cfg.architectures[0]))
         return "transformers", rec, note
 
     tt_logits, tt_loss = fp64_outputs(ctx, lambda: tt_build(ctx, cfg, sd, f64), samples)
@@ -749,11 +1006,23 @@ def config_json(ctx, name, spec):
     cfg.architectures = [spec["arch"]]
     full = cfg.to_dict()
     base = set(tr.PretrainedConfig().to_dict())
-    out = {k: v for k, v in full.items() if k not in base}
-    for k in ("architectures", "model_type", "bos_token_id", "eos_token_id", "pad_token_id",
-              "tie_word_embeddings", "transformers_version"):
-        if full.get(k) is not None:
-            out[k] = full[k]
+
+    def own(d, common):
+        o = {k: v for k, v in d.items() if k not in base}
+        for k in common:
+            if d.get(k) is not None:
+                o[k] = d[k]
+        return o
+
+    out = own(full, ("architectures", "model_type", "bos_token_id", "eos_token_id", "pad_token_id",
+                     "tie_word_embeddings", "transformers_version"))
+    # Composite configs (Llama4Config): each sub-config as a dict of its own class's keys and its
+    # model_type; the text one also carries its token ids and tie_word_embeddings.
+    for sub in getattr(cls, "sub_configs", None) or {}:
+        if isinstance(full.get(sub), dict):
+            out[sub] = own(full[sub], ("model_type",) + (
+                ("bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings")
+                if sub == "text_config" else ()))
     out["torch_dtype"] = "float32"
     out.pop("dtype", None)
     # Round trip: AutoConfig must read back the same configuration.
@@ -761,8 +1030,13 @@ def config_json(ctx, name, spec):
     for k, v in out.items():
         if k in ("torch_dtype", "transformers_version"):
             continue
-        if getattr(back, k) != v:
-            die("%s: config key %s does not round-trip (%r vs %r)" % (name, k, getattr(back, k), v))
+        got = getattr(back, k)
+        if isinstance(v, dict) and isinstance(got, tr.PretrainedConfig):
+            for kk, vv in v.items():
+                if getattr(got, kk) != vv:
+                    die("%s: config key %s.%s does not round-trip (%r vs %r)" % (name, k, kk, getattr(got, kk), vv))
+        elif got != v:
+            die("%s: config key %s does not round-trip (%r vs %r)" % (name, k, got, v))
     return out
 
 
@@ -770,22 +1044,38 @@ def make_weights(ctx, name, spec, cfg):
     """Deterministic fp32 weights under the HF names the published model uses."""
     torch, np = ctx.torch, ctx.np
     with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in
-                  ctx.transformers.AutoModelForCausalLM.from_config(cfg).state_dict().items()}
+        shapes = {k: tuple(v.shape) for k, v in hf_build(ctx, cfg).state_dict().items()}
     if cfg.tie_word_embeddings:
         shapes.pop("lm_head.weight", None)
     sd = {}
     for k in sorted(shapes):
         shp = shapes[k]
         n = int(np.prod(shp))
-        u = uniform_array(np, name_seed("w", name, k), n) * 2.0 - 1.0
-        if "norm" in k:
-            vals = 0.25 * u if spec["norm_plus_one"] else 1.0 + 0.25 * u
+        # weight_seed: a MoE fixture's seed, chosen so that no router decision is a near tie.
+        seed_name, seed_key, rules = spec.get("weight_seed", name), k, spec
+        if spec.get("same_as") and k.startswith(spec["prefix"]):
+            # The same numbers as the fixture this one wraps (language_model.X <- X).
+            inner = spec["same_as"]
+            rules = FIXTURES[inner]
+            seed_name, seed_key = rules.get("weight_seed", inner), k[len(spec["prefix"]):]
+        u = uniform_array(np, name_seed("w", seed_name, seed_key), n) * 2.0 - 1.0
+        if k.endswith(".bias"):  # only the Llama 4 vision tower has biases
+            vals = 0.1 * u
+        elif "norm" in k:
+            vals = 0.25 * u if rules["norm_plus_one"] else 1.0 + 0.25 * u
         elif "embed_tokens" in k:
-            vals = spec.get("embed_scale", 0.5) * u
+            vals = rules.get("embed_scale", 0.5) * u
         else:
-            fan_in = shp[1]
+            if len(shp) == 2:    # nn.Linear [out, in] (and embeddings-like [n, dim])
+                fan_in = shp[1]
+            elif len(shp) == 3:  # Llama 4 experts [experts, in, out], applied as x @ W[e]
+                fan_in = shp[1]
+            else:                # the Llama 4 vision class embedding [dim]
+                fan_in = shp[0]
             vals = u * math.sqrt(3.0 / fan_in)
+            for part, factor in rules.get("weight_scale", {}).items():
+                if part in k:
+                    vals = vals * factor
         sd[k] = torch.from_numpy(vals.astype(np.float32).reshape(shp)).contiguous()
     return sd
 
@@ -800,7 +1090,7 @@ def write_fixture(ctx, out_dir, name, spec):
     sd = make_weights(ctx, name, spec, cfg)
     ctx.save_file(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     os.chmod(os.path.join(d, "model.safetensors"), 0o644)
-    samples = make_samples(name, cfg.vocab_size)
+    samples = make_samples(spec.get("same_as", name), cfg.get_text_config().vocab_size)
     dump_jsonl(os.path.join(d, "data.jsonl"), samples)
     return d
 
@@ -811,6 +1101,55 @@ def load_fixture(ctx, d):
     with open(os.path.join(d, "data.jsonl")) as f:
         samples = [json.loads(l) for l in f if l.strip()]
     return cfg, ckpt, samples
+
+
+ROUTER_GAP_MIN_REL = 1e-4  # smallest allowed (k-th - (k+1)-th router logit) / rms(router logits)
+
+
+def router_fp32_noise(ctx, d, cfg, ckpt, samples):
+    """Router logits of the initial per-sample forwards, float32 (the fixture as loaded) against
+    float64: the largest difference relative to the call's logit rms, and how many tokens'
+    top-k selections differ. This is the scale the routing-gap threshold must stay above."""
+    torch = ctx.torch
+
+    def collect(model):
+        out, hs = [], []
+        for m in model.modules():
+            spec = RunProbe.ROUTED.get(type(m).__name__)
+            if spec is not None:
+                mod = getattr(m, spec[0]) if spec[0] else m
+                hs.append(mod.register_forward_hook(
+                    lambda mod, i, o, idx=spec[1]: out.append((o if idx is None else o[idx]).detach().double())))
+        model.eval()
+        with torch.no_grad():
+            for i in range(len(samples)):
+                model(input_ids=collate(ctx, samples, [i])[0], use_cache=False)
+        for h in hs:
+            h.remove()
+        return out
+
+    a = collect(hf_from_dir(ctx, d))
+    with ctx.Fp64Mode():
+        b = collect(hf_from_config(ctx, cfg, {k: v.double() for k, v in ckpt.items()}, torch.float64))
+    k = cfg.get_text_config().num_experts_per_tok
+    rel = max(((x - y).abs().max() / y.pow(2).mean().sqrt()).item() for x, y in zip(a, b))
+    flips = sum(int((torch.topk(x, k, -1).indices.sort(-1).values
+                     != torch.topk(y, k, -1).indices.sort(-1).values).any(-1).sum()) for x, y in zip(a, b))
+    return rel, flips
+
+
+def check_saved_names(ctx, d, cfg, ckpt):
+    """The checkpoint's key names are exactly the ones transformers' save_pretrained writes for
+    this model (which may differ from the module names through _checkpoint_conversion_mapping)."""
+    import tempfile
+    model = hf_from_dir(ctx, d)
+    with tempfile.TemporaryDirectory() as t:
+        model.save_pretrained(t, safe_serialization=True)
+        saved = set(ctx.load_file(os.path.join(t, "model.safetensors")))
+    if saved != set(ckpt):
+        die("%s: save_pretrained writes %s, the fixture has %s" % (d, sorted(saved - set(ckpt)),
+                                                                  sorted(set(ckpt) - saved)))
+    return dict(getattr(model, "_checkpoint_conversion_mapping", None) or {})
 
 
 def rel_loss_diff(a, b):
@@ -825,13 +1164,55 @@ def generate(ctx, out_dir):
     fixtures = {}
     for name, spec in FIXTURES.items():
         fixtures[name] = write_fixture(ctx, out_dir, name, spec)
+    for name, spec in FIXTURES.items():
+        if spec.get("same_as"):
+            # The wrapped fixture's weights under the prefix, and its data.
+            mine = ctx.load_file(os.path.join(fixtures[name], "model.safetensors"))
+            theirs = ctx.load_file(os.path.join(fixtures[spec["same_as"]], "model.safetensors"))
+            inner = {k[len(spec["prefix"]):]: v for k, v in mine.items() if k.startswith(spec["prefix"])}
+            if sorted(inner) != sorted(theirs) or any(not ctx.torch.equal(inner[k], theirs[k]) for k in theirs):
+                die("%s: %s* is not %s's checkpoint" % (name, spec["prefix"], spec["same_as"]))
+            with open(os.path.join(fixtures[name], "data.jsonl")) as f1, \
+                    open(os.path.join(fixtures[spec["same_as"]], "data.jsonl")) as f2:
+                if f1.read() != f2.read():
+                    die("%s: data differs from %s's" % (name, spec["same_as"]))
     cases, checks, lines = {}, {}, []
+    inits = {}
     for case, fixture, hp_raw in CASES:
         d = fixtures[fixture]
+        spec = FIXTURES[fixture]
         cfg, ckpt, samples = load_fixture(ctx, d)
         hp = parse_hp(hp_raw)
         reference, rec, note = compare_case(ctx, fixture, cfg, ckpt, samples)
-        init, log, order, final = run_case(ctx, reference, d, cfg, ckpt, samples, hp)
+        probe = RunProbe(ctx, cfg) if spec.get("moe") else None
+        init, log, order, final = run_case(ctx, reference, d, cfg, ckpt, samples, hp, probe=probe)
+        inits[fixture] = init
+        if probe is not None:
+            rec["checkpoint_conversion_mapping"] = check_saved_names(ctx, d, cfg, ckpt)
+            rec.update(probe.record())
+            noise, flips = router_fp32_noise(ctx, d, cfg, ckpt, samples)
+            rec["router_gap"]["initial_fp32_vs_fp64_max_rel_logit_diff"] = noise
+            rec["router_gap"]["initial_fp32_vs_fp64_selection_differences"] = flips
+            if flips:
+                die("%s: float32 and float64 route %d token(s) differently" % (case, flips))
+            if probe.min_rel < ROUTER_GAP_MIN_REL:
+                die("%s: a router's k-th and (k+1)-th logits come within %.3g (relative to the logits' rms) "
+                    "at %s; routing could differ in another float32 implementation: change the fixture"
+                    % (case, probe.min_rel, probe.where))
+            # Parameters that never get a gradient (grad None) are skipped by AdamW (no update, no
+            # weight decay): they must come out exactly as stored.
+            never = set.intersection(*[set(v) for v in probe.no_grad.values()])
+            unchanged = sorted(set(ckpt) & never)
+            for k in unchanged:
+                if not ctx.torch.equal(probe.final_state[k], ckpt[k].float()):
+                    die("%s: %s had no gradient but changed" % (case, k))
+            rec["params_without_grad"]["unchanged_after_training"] = len(unchanged)
+        if spec.get("same_as") and spec["same_as"] in inits:
+            other_init = inits[spec["same_as"]]
+            diff = sorted(k for k in init if k != "builder" and init[k] != other_init[k])
+            if diff:
+                die("%s: initial stats differ from %s's in %s" % (case, spec["same_as"], diff))
+            rec["initial_stats_identical_to_fixture"] = spec["same_as"]
         if hp["clip"] is not None:
             for row in log:
                 if abs(row["grad_norm"] - hp["clip"]) <= 1e-3 * hp["clip"]:
