@@ -7,6 +7,8 @@
 #include "test_helpers.h"
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 #include <set>
 
 namespace {
@@ -71,25 +73,28 @@ const std::string kTp2 = "tensor_parallel_dim=2 tensor_parallel_plan._component_
 // FSDP: the cases' 2 x 2 samples per step as 2 ranks x 2 (qwen3_untied: 2 ranks x 1). Tensor
 // parallelism: both ranks read the case's own batches. Gemma's single key/value head cannot be
 // split (torchtune has no tensor-parallel plan for Gemma either).
-INSTANTIATE_TEST_SUITE_P(Families, FamilyLayout,
-                         ::testing::Values(LayoutCase{"fsdp_qwen3_tied", "qwen3_tied_ga2_clip", kChunked, 2, 1, ""},
-                                           LayoutCase{"fsdp_qwen3_untied", "qwen3_untied", kChunked, 1, 1, ""},
-                                           LayoutCase{"fsdp_gemma", "gemma_tied_ga2_clip", kChunked, 2, 1, ""},
-                                           LayoutCase{"fsdp_gemma2_linear", "gemma2_ga2_clip", kLinear, 2, 1, ""},
-                                           LayoutCase{"fsdp_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 2,
-                                                      1, ""},
-                                           LayoutCase{"fsdp_phi3", "phi3_untied_ga2_clip", kChunked, 2, 1, ""},
-                                           LayoutCase{"tp2_qwen3", "qwen3_tied_ga2_clip", kChunked, 0, 0,
-                                                      kTp2 + "torchtune.models.qwen3.tp_plan"},
-                                           LayoutCase{"tp2_gemma2_linear", "gemma2_ga2_clip", kLinear, 0, 0,
-                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                                           LayoutCase{"tp2_gemma2_chunked", "gemma2_ga2_clip", kChunked, 0, 0,
-                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                                           LayoutCase{"tp2_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 0, 0,
-                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
-                                           LayoutCase{"tp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0,
-                                                      kTp2 + "torchtune.models.llama3.base_llama_tp_plan"}),
-                         [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Families, FamilyLayout,
+    ::testing::Values(LayoutCase{"fsdp_qwen3_tied", "qwen3_tied_ga2_clip", kChunked, 2, 1, ""},
+                      LayoutCase{"fsdp_qwen3_untied", "qwen3_untied", kChunked, 1, 1, ""},
+                      LayoutCase{"fsdp_gemma", "gemma_tied_ga2_clip", kChunked, 2, 1, ""},
+                      LayoutCase{"fsdp_gemma2_linear", "gemma2_ga2_clip", kLinear, 2, 1, ""},
+                      LayoutCase{"fsdp_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 2, 1, ""},
+                      LayoutCase{"fsdp_phi3", "phi3_untied_ga2_clip", kChunked, 2, 1, ""},
+                      LayoutCase{"tp2_qwen3", "qwen3_tied_ga2_clip", kChunked, 0, 0,
+                                 kTp2 + "torchtune.models.qwen3.tp_plan"},
+                      LayoutCase{"tp2_gemma2_linear", "gemma2_ga2_clip", kLinear, 0, 0,
+                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                      LayoutCase{"tp2_gemma2_chunked", "gemma2_ga2_clip", kChunked, 0, 0,
+                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                      LayoutCase{"tp2_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 0, 0,
+                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                      LayoutCase{"tp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0,
+                                 kTp2 + "torchtune.models.llama3.base_llama_tp_plan"},
+                      LayoutCase{"fsdp_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 2, 1, ""},
+                      LayoutCase{"fsdp_mixtral_linear", "mixtral_ga2_clip", kLinear, 2, 1, ""},
+                      LayoutCase{"fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, ""}),
+    [](const auto& param_info) { return param_info.param.name; });
 
 // A saved Phi-3 checkpoint fuses q/k/v and gate/up again, as Hugging Face stores them.
 TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {
@@ -104,6 +109,81 @@ TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {
   EXPECT_FALSE(saved.count("model.layers.0.mlp.gate_proj.weight"));
   const json config = read_json(out + "/epoch_0/config.json");
   EXPECT_EQ(config.at("model_type"), "phi3");
+}
+
+// The raw bytes of every tensor of a safetensors file, by name (independent of fthost's reader).
+std::map<std::string, std::pair<std::string, std::string>> tensor_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  const std::string data((std::istreambuf_iterator<char>(in)), {});
+  std::map<std::string, std::pair<std::string, std::string>> tensors;
+  const json entries = json::parse(header);
+  for (const auto& [name, entry] : entries.items()) {
+    if (name == "__metadata__") continue;
+    const auto begin = entry.at("data_offsets")[0].get<std::size_t>();
+    const auto end = entry.at("data_offsets")[1].get<std::size_t>();
+    tensors[name] = {entry.at("dtype").get<std::string>() + entry.at("shape").dump(), data.substr(begin, end - begin)};
+  }
+  return tensors;
+}
+
+// A Llama4ForConditionalGeneration checkpoint finetuned on text: the language model trains (the
+// trajectory test), and the vision tower and projector come back bit for bit, with the source's
+// config.json and exactly its key set.
+TEST(FamilyCheckpoints, Llama4ConditionalGenerationKeepsItsVisionWeightsBitwise) {
+  const std::string out = fttest::temp_dir();
+  const auto r = fttest::run_fthost(
+      "--config " + fttest::write_temp("run.toml", config_for("llama4_conditional_text", kChunked, out)));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string fixture = fixture_of("llama4_conditional_text");
+  const auto before = tensor_bytes(fixture + "/model.safetensors");
+  const auto after = tensor_bytes(out + "/epoch_0/model.safetensors");
+  std::set<std::string> before_names, after_names;
+  for (const auto& [name, t] : before) before_names.insert(name);
+  for (const auto& [name, t] : after) after_names.insert(name);
+  EXPECT_EQ(before_names, after_names);
+  std::size_t vision = 0, trained = 0;
+  for (const auto& [name, t] : before) {
+    if (!after.count(name)) continue;
+    if (name.rfind("language_model.", 0) == 0) {
+      trained += after.at(name).second != t.second;
+    } else {
+      ++vision;
+      EXPECT_EQ(after.at(name), t) << name;
+    }
+  }
+  EXPECT_GT(vision, 10u);
+  EXPECT_GT(trained, 10u);  // the language model did train
+  EXPECT_EQ(read_json(out + "/epoch_0/config.json").at("vision_config"),
+            read_json(fixture + "/config.json").at("vision_config"));
+}
+
+// Mixture-of-experts settings a family cannot compute are refused before anything is built,
+// naming the config.json key.
+TEST(FamilyScope, ExpertKeysTheFamilyCannotComputeAreRefusedByName) {
+  const auto refused = [](const std::string& case_name, const std::string& key, const json& value) {
+    const std::string fixture = fixture_of(case_name);
+    json config = read_json(fixture + "/config.json");
+    config[key] = value;
+    const std::string dir = fttest::temp_dir();
+    std::ofstream(dir + "/config.json") << config.dump();
+    // The run reads the model's architecture from the changed config.json, everything else as
+    // the case has it.
+    std::string run = config_for(case_name, kChunked, fttest::temp_dir());
+    const std::string from = "path = \"" + fixture + "\"";
+    run.replace(run.find(from), from.size(), "path = \"" + dir + "\"");
+    const auto r = fttest::run_fthost("--config " + fttest::write_temp("run.toml", run));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("\"" + key + "\""), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("Loss:"), std::string::npos) << r.output;  // refused before training
+  };
+  refused("qwen3_moe_ga2_clip", "num_experts_per_tok", 5);  // 4 experts
+  refused("qwen3_moe_ga2_clip", "n_group", 8);              // DeepSeek's grouped routing
+  refused("mixtral_ga2_clip", "router_jitter_noise", 0.01);
+  refused("llama4_text_ga2_clip", "attention_chunk_size", nullptr);
 }
 
 // torchtune's Vision configs: refused in one line that says why, not as a typo.

@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"qwen3_moe_softmax", RouterScore::Softmax, false, false, 0, 6, 3},
                       Variant{"llama4_sigmoid_inputs_shared", RouterScore::SigmoidOfTopK, false, true, 16, 4, 1},
                       Variant{"every_expert", RouterScore::Softmax, true, false, 0, 3, 3}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(GroupedMm, EqualsOneMatmulPerGroupWithEmptyGroups) {
   const std::vector<std::int64_t> sizes{3, 0, 5, 1, 0};

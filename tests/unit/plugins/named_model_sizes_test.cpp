@@ -60,6 +60,10 @@ const std::map<std::string, std::int64_t> kPublishedParameters = {
     {"torchtune.models.mistral.mistral_7b", 7241732096},
     {"torchtune.models.phi3.phi3_mini", 3821079552},
     {"torchtune.models.phi4.phi4_14b", 14659507200},
+    // The language models of Llama 4 Scout and Maverick (Meta publishes 109B and 400B with the
+    // vision tower): transformers' Llama4ForCausalLM built from the published text_config.
+    {"torchtune.models.llama4.llama4_scout_17b_16e", 107769861120},
+    {"torchtune.models.llama4.llama4_maverick_17b_128e", 400711848960},
 };
 
 class NamedModelSizes : public fttest::BuiltinPluginsTest {
