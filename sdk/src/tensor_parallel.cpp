@@ -82,6 +82,8 @@ std::string_view parallel_style_name(ParallelStyle style) {
     case ParallelStyle::Rowwise: return "rowwise";
     case ParallelStyle::SequenceParallel: return "sequence_parallel";
     case ParallelStyle::PrepareModuleInput: return "prepare_module_input";
+    case ParallelStyle::NoParallel: return "no_parallel";
+    case ParallelStyle::ExpertTensorParallel: return "expert_tensor_parallel";
   }
   return "unknown";
 }

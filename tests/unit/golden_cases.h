@@ -199,6 +199,11 @@ inline void expect_matches_golden(const std::string& case_name, const std::strin
     EXPECT_LT(rel_diff(l.at("loss"), e.at("loss")), 2e-4) << l.at("loss") << " vs " << e.at("loss");
     EXPECT_LT(rel_diff(l.at("lr"), e.at("lr")), 2e-4) << l.at("lr") << " vs " << e.at("lr");
     EXPECT_LT(rel_diff(l.at("grad_norm"), e.at("grad_norm")), 2e-4) << l.at("grad_norm") << " vs " << e.at("grad_norm");
+    if (e.contains("router_aux_loss")) {
+      ASSERT_TRUE(l.contains("router_aux_loss")) << l.dump();
+      EXPECT_LT(rel_diff(l.at("router_aux_loss"), e.at("router_aux_loss")), 2e-4)
+          << l.at("router_aux_loss") << " vs " << e.at("router_aux_loss");
+    }
   }
 
   const json final_weights = read_json(golden_dir_of(case_name) + "/" + case_name + ".final_weights.json");

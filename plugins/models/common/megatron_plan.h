@@ -27,4 +27,10 @@ class FixedPlan final : public ft::TensorParallelPlan {
 
 void register_megatron_plan(ft::Registry& reg, const std::string& component, const std::string& summary);
 
+// The plan of a decoder with mixture-of-experts layers (torchtune's Llama 4 decoder_only_tp_plan):
+// attention and dense MLPs as above, the output colwise, the embedding whole; a sparse layer's
+// router.gate whole on every rank (no_parallel), its experts' hidden features split
+// (expert_tensor_parallel) and its shared expert split like a dense MLP.
+void register_expert_plan(ft::Registry& reg, const std::string& component, const std::string& summary);
+
 }  // namespace ft_models

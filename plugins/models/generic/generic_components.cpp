@@ -49,7 +49,9 @@ const std::vector<std::pair<const char*, ft::ParallelStyle>>& style_keys() {
       {"colwise", ft::ParallelStyle::Colwise},
       {"rowwise", ft::ParallelStyle::Rowwise},
       {"sequence_parallel", ft::ParallelStyle::SequenceParallel},
-      {"prepare_module_input", ft::ParallelStyle::PrepareModuleInput}};
+      {"prepare_module_input", ft::ParallelStyle::PrepareModuleInput},
+      {"no_parallel", ft::ParallelStyle::NoParallel},
+      {"expert_tensor_parallel", ft::ParallelStyle::ExpertTensorParallel}};
   return keys;
 }
 

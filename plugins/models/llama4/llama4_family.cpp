@@ -8,6 +8,7 @@
 // one ("llama4": the language model trained, the vision tower and projector saved back
 // unchanged), and torchtune's Scout and Maverick.
 #include "expert_layers.h"
+#include "megatron_plan.h"
 #include "torchtune_builders.h"
 
 #include <ft/model_family.h>
@@ -230,6 +231,9 @@ void register_components(ft::Registry& reg) {
     register_named_sizes(reg, {{component, summary, config}}, for_architecture(multimodal, config));
   }
 
+  register_expert_plan(reg, "torchtune.models.llama4.decoder_only_tp_plan",
+                       "Llama 4's plan: attention and dense MLPs in the Megatron layout, the experts' hidden features "
+                       "split, routers whole");
   register_family(reg, {"llama4",
                         {"llama4_text", "llama4"},
                         {"Llama4ForCausalLM", "Llama4ForConditionalGeneration"},

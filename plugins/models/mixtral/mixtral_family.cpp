@@ -3,6 +3,7 @@
 // SwiGLU MLP of intermediate_size. The config.json of model_type "mixtral", Mixtral 8x7B and
 // 8x22B, and the Mistral tokenizer of a model directory.
 #include "expert_layers.h"
+#include "megatron_plan.h"
 #include "torchtune_builders.h"
 
 #include <ft/model_family.h>
@@ -82,6 +83,9 @@ void register_components(ft::Registry& reg) {
                        hf);
   register_hf_config_builder(reg, "fthost.models.mixtral.from_hf_config",
                              "a Mixtral architecture read from a Hugging Face config.json", hf);
+  register_expert_plan(
+      reg, "fthost.models.mixtral.tp_plan",
+      "Mixtral's plan: attention in the Megatron layout, the experts' hidden features split, routers whole");
   register_family(reg, {"mixtral",
                         {"mixtral"},
                         {"MixtralForCausalLM"},

@@ -4,6 +4,7 @@
 // decoder_sparse_step and mlp_only_layers say. The config.json of model_type "qwen3_moe", the
 // sizes Qwen publishes, and the Qwen 3 tokenizer of a model directory.
 #include "expert_layers.h"
+#include "megatron_plan.h"
 #include "torchtune_builders.h"
 
 #include <ft/model_family.h>
@@ -105,6 +106,9 @@ void register_components(ft::Registry& reg) {
                        hf);
   register_hf_config_builder(reg, "fthost.models.qwen3_moe.from_hf_config",
                              "a Qwen3-MoE architecture read from a Hugging Face config.json", hf);
+  register_expert_plan(reg, "fthost.models.qwen3_moe.tp_plan",
+                       "Qwen3-MoE's plan: attention and dense MLPs in the Megatron layout, the experts' hidden "
+                       "features split, routers whole");
   register_family(reg,
                   {"qwen3_moe",
                    {"qwen3_moe"},

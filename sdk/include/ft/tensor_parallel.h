@@ -31,13 +31,16 @@ namespace ft {
 
 // torch.distributed.tensor.parallel's styles, as torchtune's plans use them.
 enum class ParallelStyle {
-  Colwise,             // ColwiseParallel: output features split
-  Rowwise,             // RowwiseParallel: input features split, outputs summed
-  SequenceParallel,    // SequenceParallel (norms): the module stays whole on every rank
-  PrepareModuleInput,  // PrepareModuleInput: the module's inputs made whole on every rank
+  Colwise,               // ColwiseParallel: output features split
+  Rowwise,               // RowwiseParallel: input features split, outputs summed
+  SequenceParallel,      // SequenceParallel (norms): the module stays whole on every rank
+  PrepareModuleInput,    // PrepareModuleInput: the module's inputs made whole on every rank
+  NoParallel,            // NoParallel (a router's gate): whole on every rank, its gradient summed
+  ExpertTensorParallel,  // ExpertTensorParallel: every expert's hidden features split, outputs summed
 };
 
-// "colwise", "rowwise", "sequence_parallel", "prepare_module_input".
+// "colwise", "rowwise", "sequence_parallel", "prepare_module_input", "no_parallel",
+// "expert_tensor_parallel".
 FT_API std::string_view parallel_style_name(ParallelStyle style);
 
 // One entry of a plan: a module path pattern in torchtune's module names ("output",
@@ -45,6 +48,9 @@ FT_API std::string_view parallel_style_name(ParallelStyle style);
 struct ModuleParallelism {
   std::string pattern;
   ParallelStyle style;
+  // The model may have no module it matches (the dense MLP of a model whose every layer is a
+  // mixture of experts): matching none is then no error.
+  bool optional = false;
 };
 
 // Whether `pattern` matches the dotted module path `module` component by component (fnmatch

@@ -124,6 +124,7 @@ void DecoderModel::collect_routing(ft::ModelOutput& out) const {
   std::vector<at::Tensor> loads, logits;
   std::int64_t num_experts = 0, top_k = 0;
   bool checkpointed_router = false;
+  int replicas = 1;  // tensor parallelism: every rank of the group computes the same loss
   for (std::size_t i = 0; i < decoder_->layers.size(); ++i) {
     const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(decoder_->layers[i]->mlp.get());
     if (!moe) continue;
@@ -132,6 +133,7 @@ void DecoderModel::collect_routing(ft::ModelOutput& out) const {
     logits.push_back(moe->last_router_logits);
     num_experts = moe->options().router.num_experts;
     top_k = moe->options().router.top_k;
+    if (moe->split_over) replicas = moe->split_over->size();
   }
   out.expert_load = at::stack(loads);
   const double coefficient = decoder_->options.router_aux_loss_coef;
@@ -141,7 +143,10 @@ void DecoderModel::collect_routing(ft::ModelOutput& out) const {
       throw ft::Error(
           "model: the router's load-balancing loss (output_router_logits) cannot be trained with activation "
           "checkpointing yet; set enable_activation_checkpointing = false or drop output_router_logits");
-    out.auxiliary_loss = load_balancing_loss(logits, num_experts, top_k) * coefficient;
+    const at::Tensor loss = load_balancing_loss(logits, num_experts, top_k) * coefficient;
+    // Its value as computed; its gradient shared among the replicas, since the router's gradient
+    // is summed over them.
+    out.auxiliary_loss = replicas == 1 ? loss : loss.detach() + (loss - loss.detach()) / replicas;
   }
 }
 
@@ -204,6 +209,13 @@ void DecoderModel::set_activation_checkpointing(const std::vector<bool>& layers)
   if (layers.size() != decoder_->layers.size())
     throw ft::Error("activation checkpointing: " + std::to_string(layers.size()) + " layer flags for a model of " +
                     std::to_string(decoder_->layers.size()) + " layers");
+  if (decoder_->options.router_aux_loss_coef != 0)
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      if (layers[i] && dynamic_cast<const MixtureOfExpertsImpl*>(decoder_->layers[i]->mlp.get()))
+        throw ft::Error("activation checkpointing of layer " + std::to_string(i) +
+                        ", a mixture of experts, would lose the gradient of the router's load-balancing loss "
+                        "(output_router_logits in config.json); set enable_activation_checkpointing = false, or "
+                        "output_router_logits to false");
   decoder_->checkpointed_layers = layers;
 }
 

@@ -1,5 +1,6 @@
 #include <ft/errors.h>
 #include <ft/nn/mixture_of_experts.h>
+#include <ft/tensor_parallel.h>
 
 #include <ATen/ATen.h>
 
@@ -41,6 +42,7 @@ at::Tensor MixtureOfExpertsImpl::forward(const at::Tensor& x) const {
   if (!options_.weight_expert_inputs) out_rows = out_rows * row_weights;
   at::Tensor out = at::zeros_like(tokens).index_add(0, token_of_row, out_rows);
   if (shared_expert) out = out + shared_expert->forward(tokens);
+  if (split_over) out = ft::reduce_from_tensor_parallel(out, split_over);
   last_router_logits = routing.logits;
   last_expert_load = rows_per_expert.detach();
   return out.view(x.sizes());

@@ -2,6 +2,7 @@
 
 #include <ft/errors.h>
 #include <ft/nn/feed_forward.h>
+#include <ft/nn/mixture_of_experts.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -17,7 +18,19 @@ namespace {
 using ft::ParallelStyle;
 
 // What a module of the decoder is, for the styles it accepts.
-enum class Role { Embedding, Output, Norm, Attention, Mlp, ColwiseLinear, RowwiseLinear, Container, Replicated };
+enum class Role {
+  Embedding,
+  Output,
+  Norm,
+  Attention,
+  Mlp,
+  ColwiseLinear,
+  RowwiseLinear,
+  Container,
+  Replicated,
+  Router,
+  Experts
+};
 
 struct Module {
   std::string path;
@@ -43,6 +56,18 @@ std::vector<Module> decoder_modules(const TransformerDecoderImpl& decoder) {
     modules.push_back({p + ".attn.output_proj", Role::RowwiseLinear});
     modules.push_back({p + ".mlp_norm", Role::Norm});
     modules.push_back({p + ".mlp", Role::Mlp});
+    if (const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(decoder.layers[i]->mlp.get())) {
+      modules.push_back({p + ".mlp.router", Role::Container});
+      modules.push_back({p + ".mlp.router.gate", Role::Router});
+      modules.push_back({p + ".mlp.experts", Role::Experts});
+      if (moe->shared_expert) {
+        modules.push_back({p + ".mlp.shared_expert", Role::Container});
+        modules.push_back({p + ".mlp.shared_expert.w1", Role::ColwiseLinear});
+        modules.push_back({p + ".mlp.shared_expert.w2", Role::RowwiseLinear});
+        modules.push_back({p + ".mlp.shared_expert.w3", Role::ColwiseLinear});
+      }
+      continue;
+    }
     modules.push_back({p + ".mlp.w1", Role::ColwiseLinear});
     modules.push_back({p + ".mlp.w2", Role::RowwiseLinear});
     modules.push_back({p + ".mlp.w3", Role::ColwiseLinear});
@@ -62,6 +87,8 @@ std::optional<ParallelStyle> accepted_style(Role role) {
     case Role::Norm: return ParallelStyle::SequenceParallel;
     case Role::Attention:
     case Role::Mlp: return ParallelStyle::PrepareModuleInput;
+    case Role::Router: return ParallelStyle::NoParallel;
+    case Role::Experts: return ParallelStyle::ExpertTensorParallel;
     case Role::Container:
     case Role::Replicated: return std::nullopt;
   }
@@ -71,7 +98,8 @@ std::optional<ParallelStyle> accepted_style(Role role) {
 constexpr const char* kLayout =
     "this model splits in the Megatron layout: q_proj, k_proj, v_proj, w1, w3 and output colwise; output_proj, w2 "
     "and tok_embeddings rowwise; sa_norm, mlp_norm and norm sequence_parallel (kept whole); attn and mlp "
-    "prepare_module_input";
+    "prepare_module_input; a mixture of experts' router.gate no_parallel, its experts expert_tensor_parallel, its "
+    "shared_expert's w1, w3 colwise and w2 rowwise";
 
 std::string entry_text(const ft::ModuleParallelism& entry) {
   return "\"" + entry.pattern + "\" (" + std::string(ft::parallel_style_name(entry.style)) + ")";
@@ -100,11 +128,12 @@ std::map<std::string, ParallelStyle> resolve_plan(const std::vector<Module>& mod
       matched_by[m.path] = entry_text(entry);
       styles[m.path] = entry.style;
     }
-    if (!any)
+    if (!any && !entry.optional)
       throw ft::Error("plan entry " + entry_text(entry) +
                       " names no module of this model; its modules are tok_embeddings, layers.0 .. layers." +
                       std::to_string(static_cast<std::int64_t>(num_layers) - 1) +
-                      " (each with sa_norm, attn.{q_proj,k_proj,v_proj,output_proj}, mlp_norm, mlp.{w1,w2,w3}), "
+                      " (each with sa_norm, attn.{q_proj,k_proj,v_proj,output_proj}, mlp_norm, and mlp.{w1,w2,w3} "
+                      "or, for a mixture of experts, mlp.{router.gate,experts,shared_expert.{w1,w2,w3}}), "
                       "norm and output");
   }
   return styles;
@@ -144,8 +173,10 @@ at::Tensor gathered(const at::Tensor& slice, std::int64_t dim, ft::Collectives& 
   std::vector<std::int64_t> whole = local.sizes().vec();
   whole[static_cast<std::size_t>(dim)] *= group.size();
   if (dim == 0) return pieces.view(whole);
-  // [ranks, rows, columns of one slice] -> [rows, ranks x columns]
-  return pieces.view({group.size(), local.size(0), local.size(1)}).permute({1, 0, 2}).reshape(whole);
+  // [ranks, one slice's shape] -> the slices side by side along `dim`
+  std::vector<std::int64_t> stacked{group.size()};
+  for (std::int64_t d : local.sizes()) stacked.push_back(d);
+  return at::cat(pieces.view(stacked).unbind(0), dim);
 }
 
 }  // namespace
@@ -173,12 +204,25 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
   for (std::size_t i = 0; i < decoder.layers.size(); ++i) {
     const std::string p = "layers." + std::to_string(i);
     attention[i] = all_or_none(styles, p + ".attn", {"q_proj", "k_proj", "v_proj", "output_proj"});
-    mlp[i] = all_or_none(styles, p + ".mlp", {"w1", "w2", "w3"});
     if (attention[i]) {
       const AttentionOptions& heads = decoder.layers[i]->attn->options();
       require_divisible(heads.num_heads, "num_heads", p + ".attn", size);
       require_divisible(heads.num_kv_heads, "num_kv_heads", p + ".attn", size);
     }
+    const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(decoder.layers[i]->mlp.get());
+    if (moe) {
+      std::vector<std::string> parts{"router.gate", "experts"};
+      if (moe->shared_expert) parts.insert(parts.end(), {"shared_expert.w1", "shared_expert.w2", "shared_expert.w3"});
+      mlp[i] = all_or_none(styles, p + ".mlp", parts);
+      if (mlp[i]) {
+        require_divisible(moe->options().expert_hidden_dim, "the experts' hidden width", p + ".mlp.experts", size);
+        if (moe->shared_expert)
+          require_divisible(moe->options().shared_expert_hidden_dim, "the shared expert's hidden width",
+                            p + ".mlp.shared_expert", size);
+      }
+      continue;
+    }
+    mlp[i] = all_or_none(styles, p + ".mlp", {"w1", "w2", "w3"});
     if (mlp[i]) {
       const auto* dense = dynamic_cast<const FeedForwardImpl*>(decoder.layers[i]->mlp.get());
       if (!dense) throw ft::Error(p + ".mlp: only a dense MLP (w1, w2, w3) splits in the Megatron layout");
@@ -216,6 +260,22 @@ DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<f
       layer->attn_split_over = group;
     }
     if (mlp[i]) {
+      if (auto* moe = dynamic_cast<MixtureOfExpertsImpl*>(layer->mlp.get())) {
+        // Every expert's hidden features split; the router whole on every rank. The block sums
+        // its partial output (experts and shared expert together) once.
+        keep_slice(splits, moe->experts->w1, 1, rank, size);
+        keep_slice(splits, moe->experts->w3, 1, rank, size);
+        keep_slice(splits, moe->experts->w2, 2, rank, size);
+        if (moe->shared_expert) {
+          keep_slice(splits, moe->shared_expert->w1->weight, 0, rank, size);
+          keep_slice(splits, moe->shared_expert->w3->weight, 0, rank, size);
+          keep_slice(splits, moe->shared_expert->w2->weight, 1, rank, size);
+        }
+        moe->split_over = group;
+        moe->router->sums_gate_gradient_over = group;
+        layer->mlp_split_over = group;
+        continue;
+      }
       auto& dense = static_cast<FeedForwardImpl&>(*layer->mlp);
       keep_slice(splits, dense.w1->weight, 0, rank, size);
       keep_slice(splits, dense.w3->weight, 0, rank, size);

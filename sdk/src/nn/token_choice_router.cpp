@@ -1,5 +1,6 @@
 #include <ft/errors.h>
 #include <ft/nn/token_choice_router.h>
+#include <ft/tensor_parallel.h>
 
 #include <ATen/ATen.h>
 
@@ -21,7 +22,8 @@ TokenChoiceRouterImpl::TokenChoiceRouterImpl(const RouterOptions& options) : opt
 
 Routing TokenChoiceRouterImpl::forward(const at::Tensor& x) const {
   Routing r;
-  r.logits = gate->forward(x);
+  r.logits = sums_gate_gradient_over ? at::linear(x, ft::copy_to_tensor_parallel(gate->weight, sums_gate_gradient_over))
+                                     : gate->forward(x);
   at::Tensor top;
   if (options_.score == RouterScore::Softmax) {
     std::tie(top, r.experts) = at::topk(at::softmax(r.logits, -1, at::kFloat), options_.top_k, -1);

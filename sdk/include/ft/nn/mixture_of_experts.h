@@ -3,6 +3,7 @@
 // where a dense MLP would (FeedForwardBlock).
 #pragma once
 
+#include <ft/collectives.h>
 #include <ft/nn/feed_forward.h>
 #include <ft/nn/feed_forward_block.h>
 #include <ft/nn/grouped_experts.h>
@@ -40,6 +41,10 @@ class MixtureOfExpertsImpl final : public FeedForwardBlockImpl {
   TokenChoiceRouter router{nullptr};
   GroupedExperts experts{nullptr};
   std::shared_ptr<FeedForwardImpl> shared_expert;  // nullptr: none
+
+  // Tensor parallelism: the experts' (and shared expert's) hidden features are this rank's slice
+  // of this group's, and the block's output is summed over it; nullptr: whole on this rank.
+  std::shared_ptr<ft::Collectives> split_over;
 
   // What the last forward routed (read by the model right after its forward, before any
   // recomputation under activation checkpointing runs it again): the router's logits [tokens,

@@ -2,6 +2,7 @@
 // expert, each token picks its top k, and the picks are weighted. Scores are computed in float32.
 #pragma once
 
+#include <ft/collectives.h>
 #include <ft/nn/linear.h>
 
 #include <ATen/core/Tensor.h>
@@ -9,6 +10,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ft::nn {
@@ -44,6 +46,9 @@ class TokenChoiceRouterImpl : public torch::nn::Module {
   Routing forward(const at::Tensor& x) const;
   const RouterOptions& options() const { return options_; }
   Linear gate{nullptr};  // [experts, dim], no bias
+  // Tensor parallelism: the gate is whole on every rank, but each rank's experts contribute only
+  // part of the routing weights' gradient, so the gate's gradient is summed over this group.
+  std::shared_ptr<ft::Collectives> sums_gate_gradient_over;
 
  private:
   RouterOptions options_;
