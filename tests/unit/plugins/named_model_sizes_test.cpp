@@ -60,6 +60,11 @@ const std::map<std::string, std::int64_t> kPublishedParameters = {
     {"torchtune.models.mistral.mistral_7b", 7241732096},
     {"torchtune.models.phi3.phi3_mini", 3821079552},
     {"torchtune.models.phi4.phi4_14b", 14659507200},
+    // The safetensors totals of the published checkpoints.
+    {"fthost.models.mixtral.mixtral_8x7b", 46702792704},
+    {"fthost.models.mixtral.mixtral_8x22b", 140630071296},
+    {"fthost.models.qwen3_moe.qwen3_30b_a3b", 30532122624},
+    {"fthost.models.qwen3_moe.qwen3_235b_a22b", 235093634560},
     // The language models of Llama 4 Scout and Maverick (Meta publishes 109B and 400B with the
     // vision tower): transformers' Llama4ForCausalLM built from the published text_config.
     {"torchtune.models.llama4.llama4_scout_17b_16e", 107769861120},
