@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Golden training trajectories for the Qwen 3, Qwen 3 MoE, Gemma, Gemma 2, Mistral, Mixtral, Phi-3
-and Llama 4 (text and multimodal checkpoint, text-only training) families.
+and Llama 4 (text and multimodal checkpoint, text-only training) families; one Qwen 3 MoE case
+(qwen3_moe_aux) trains with the router load-balancing loss.
 
 Writes, into --out DIR, the same layout and semantics as the shared golden set
 (FT_FIXTURES/golden, described in FT_FIXTURES/README.md):
@@ -139,6 +140,16 @@ LLAMA4_TEXT_KW = dict(
     router_aux_loss_coef=0.001, router_jitter_noise=0.0, tie_word_embeddings=False,
     bos_token_id=1, eos_token_id=2)
 
+QWEN3_MOE_KW = dict(
+    vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+    num_attention_heads=4, num_key_value_heads=2, head_dim=24, hidden_act="silu",
+    max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+    rope_scaling=None, attention_bias=False, attention_dropout=0.0,
+    use_sliding_window=False, sliding_window=None, decoder_sparse_step=1,
+    moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+    output_router_logits=False, router_aux_loss_coef=0.001, mlp_only_layers=[1],
+    tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+
 # Shapes: vocab 256, hidden 64, 4 query heads, intermediate 128. head_dim differs
 # from hidden/heads (= 16) wherever the family has an explicit head_dim.
 # The mixture-of-experts fixtures keep vocab, hidden and heads; their expert sizes are smaller.
@@ -196,15 +207,13 @@ FIXTURES = {
     # Mixture-of-experts families. Expert tensors: see tests/golden/README.md.
     "qwen3_moe": dict(
         cls="Qwen3MoeConfig", arch="Qwen3MoeForCausalLM", norm_plus_one=False, moe=True,
-        weight_seed="qwen3_moe#111",
-        kw=dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                num_attention_heads=4, num_key_value_heads=2, head_dim=24, hidden_act="silu",
-                max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                rope_scaling=None, attention_bias=False, attention_dropout=0.0,
-                use_sliding_window=False, sliding_window=None, decoder_sparse_step=1,
-                moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
-                output_router_logits=False, router_aux_loss_coef=0.001, mlp_only_layers=[1],
-                tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)),
+        weight_seed="qwen3_moe#111", kw=QWEN3_MOE_KW),
+    # qwen3_moe with the router load-balancing loss on: the same checkpoint and data (checked),
+    # config.json differs only in output_router_logits and router_aux_loss_coef.
+    "qwen3_moe_aux": dict(
+        cls="Qwen3MoeConfig", arch="Qwen3MoeForCausalLM", norm_plus_one=False, moe=True,
+        weight_seed="qwen3_moe#111", same_as="qwen3_moe", prefix="",
+        kw=dict(QWEN3_MOE_KW, output_router_logits=True, router_aux_loss_coef=0.2)),
     "qwen3_moe_step2_tied": dict(
         cls="Qwen3MoeConfig", arch="Qwen3MoeForCausalLM", norm_plus_one=False, embed_scale=0.25, moe=True,
         weight_seed="qwen3_moe_step2_tied#52",
@@ -277,6 +286,10 @@ CASES = [
     ("qwen3_moe_ga2_clip", "qwen3_moe",
      {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "2",
       "warmup": "2", "clip_grad_norm": "3.5"}),
+    # The router load-balancing loss (router_aux_loss_coef 0.2) on qwen3_moe's checkpoint and data.
+    ("qwen3_moe_aux", "qwen3_moe_aux",
+     {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "1",
+      "warmup": "1", "clip_grad_norm": "5.6", "shuffle": True}),
     ("qwen3_moe_step2_tied", "qwen3_moe_step2_tied",
      {"lr": "1e-3", "label_shift": "none", "steps": "10", "batch_size": "2", "grad_accum": "1",
       "scheduler": "none", "shuffle": True}),
@@ -558,6 +571,25 @@ class Impl:
             return self.model(input_ids=ids, use_cache=False).logits
         return self.model(ids)
 
+    def forward_aux(self, ids):
+        """(logits, aux): aux is transformers' own load-balancing loss of this forward,
+        load_balancing_loss_func over every sparse layer's router logits with attention_mask None
+        (every position, padding included), as Qwen3MoeForCausalLM returns it in aux_loss."""
+        out = self.model(input_ids=ids, use_cache=False, output_router_logits=True)
+        return out.logits, out.aux_loss
+
+    def router_aux_coef(self):
+        """router_aux_loss_coef where the model's config turns the load-balancing loss on
+        (output_router_logits true), else None."""
+        if self.kind != "transformers":
+            return None
+        tc = self.model.config.get_text_config()
+        if not getattr(tc, "output_router_logits", False):
+            return None
+        if tc.model_type != "qwen3_moe":
+            die("the router load-balancing loss is only reproduced for qwen3_moe, not %s" % tc.model_type)
+        return float(tc.router_aux_loss_coef)
+
     def hf_state(self):
         return self._hf_state(self.model)
 
@@ -736,21 +768,35 @@ def train(ctx, impl, samples, hp, probe=None):
     if hp["warmup"] is not None:
         sched = get_cosine_schedule_with_warmup(opt, num_warmup_steps=hp["warmup"],
                                                 num_training_steps=hp["steps"] * hp["epochs"], num_cycles=0.5)
+    # Router load-balancing loss (config output_router_logits true): each micro-batch backpropagates
+    # CE_sum + coef * aux * n_mb (n_mb its target tokens), so that after the division by the step's
+    # num_tokens N the gradient is that of sum_mb (CE_sum_mb + coef * aux_mb * n_mb) / N; with
+    # grad_accum 1 that is transformers' own loss = CE_mean + coef * aux. The logged loss stays the
+    # cross-entropy; router_aux_loss = sum_mb coef * aux_mb * n_mb / N.
+    coef = impl.router_aux_coef()
     log, order = [], []
     for step, (epoch, mbs) in enumerate(plan, start=1):
         opt.zero_grad(set_to_none=True)
-        running, num_tokens = None, 0
+        running, num_tokens, aux_running = None, 0, 0.0
         for mi, mb in enumerate(mbs):
             if probe is not None:
                 probe.phase = "step %d micro-batch %d" % (step, mi)
             toks, labels = collate(ctx, samples, mb)
-            num_tokens += int((labels != -100).sum())
-            logits = impl.forward(toks)
+            n_mb = int((labels != -100).sum())
+            num_tokens += n_mb
+            if coef is None:
+                logits = impl.forward(toks)
+            else:
+                logits, aux = impl.forward_aux(toks)
             loss = torch.nn.functional.cross_entropy(
                 logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
                 ignore_index=-100, reduction="sum")
             running = loss.detach() if running is None else running + loss.detach()
-            loss.backward()
+            if coef is None:
+                loss.backward()
+            else:
+                (loss + coef * aux * n_mb).backward()
+                aux_running += coef * aux.item() * n_mb
         if probe is not None:
             probe.grads(step, model)
         scale = torch.tensor(1.0 / num_tokens)
@@ -767,9 +813,12 @@ def train(ctx, impl, samples, hp, probe=None):
         if sched is not None:
             sched.step()
         gn = float(gn)
-        log.append({"step": step, "epoch": epoch, "loss": running.item() / num_tokens,
-                    "lr": opt.param_groups[0]["lr"], "lr_applied": lr_applied, "grad_norm": gn,
+        row = {"step": step, "epoch": epoch, "loss": running.item() / num_tokens}
+        if coef is not None:
+            row["router_aux_loss"] = aux_running / num_tokens
+        row.update({"lr": opt.param_groups[0]["lr"], "lr_applied": lr_applied, "grad_norm": gn,
                     "num_tokens": num_tokens, "clipped": bool(hp["clip"] is not None and gn > hp["clip"])})
+        log.append(row)
         order.append({"step": step, "epoch": epoch, "ranks": [[list(mb) for mb in mbs]]})
     return log, order
 
@@ -1064,7 +1113,7 @@ def make_weights(ctx, name, spec, cfg):
         # for llama4_text so that each Llama 4 feature moves the initial loss by more than 2e-3).
         seed_name, seed_key, rules = spec.get("weight_seed", name), k, spec
         if spec.get("same_as") and k.startswith(spec["prefix"]):
-            # The same numbers as the fixture this one wraps (language_model.X <- X).
+            # The same numbers as the fixture this one wraps or repeats (language_model.X <- X).
             inner = spec["same_as"]
             rules = FIXTURES[inner]
             seed_name, seed_key = rules.get("weight_seed", inner), k[len(spec["prefix"]):]
@@ -1206,6 +1255,82 @@ def fp64_trajectory(ctx, kind, cfg, ckpt, samples, hp):
     return log, sumsq
 
 
+AUX_MIN_REL_GRAD_NORM_CHANGE = 1e-3  # the aux loss must move some step's grad_norm by more than this
+
+
+def router_aux_checks(ctx, case, kind, cfg, ckpt, samples, hp, log64):
+    """For a case with the router load-balancing loss on, in float64: (1) at the initial weights,
+    for the first optimizer step's micro-batch(es), the objective train() backpropagates divided by
+    n_mb, (CE_sum + coef * aux * n_mb) / n_mb, equals the loss Qwen3MoeForCausalLM computes itself
+    when given the labels (CE_mean + router_aux_loss_coef * aux), value and gradient; (2) the whole
+    run without the aux loss (output_router_logits false) changes some step's grad_norm by more
+    than AUX_MIN_REL_GRAD_NORM_CHANGE relative."""
+    torch = ctx.torch
+    f64 = torch.float64
+    sd = {k: v.double() for k, v in ckpt.items()}
+    coef = float(cfg.router_aux_loss_coef)
+    rec = {"router_aux_loss_coef": coef,
+           "objective": ("per micro-batch CE_sum + router_aux_loss_coef * aux * n_mb, aux = transformers' "
+                         "load_balancing_loss_func over the sparse layers' router logits (attention_mask "
+                         "None: every position, padding included), n_mb = the micro-batch's target tokens; "
+                         "gradients / the step's num_tokens; logged loss = CE only; router_aux_loss = "
+                         "token-weighted mean over the step's micro-batches of coef * aux")}
+    worst_loss, worst_grad = 0.0, 0.0
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(f64)
+    try:
+        with ctx.Fp64Mode():
+            model = hf_from_config(ctx, cfg, sd, f64)
+            model.train()
+            impl = Impl(kind, model, None, "float64")
+            for mb in step_plan(ctx, len(samples), hp)[0][1]:
+                toks, labels = collate(ctx, samples, mb)
+                n = int((labels != -100).sum())
+                model.zero_grad(set_to_none=True)
+                logits, aux = impl.forward_aux(toks)
+                ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                                       labels.reshape(-1), ignore_index=-100, reduction="sum")
+                ours = (ce + coef * aux * n) / n
+                ours.backward()
+                g1 = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+                # transformers shifts the labels itself: give them unshifted (position 0's label
+                # never counts; collate's last column is always -100).
+                unshifted = torch.cat([torch.full((labels.shape[0], 1), -100, dtype=labels.dtype),
+                                       labels[:, :-1]], dim=1)
+                model.zero_grad(set_to_none=True)
+                theirs = model(input_ids=toks, labels=unshifted, use_cache=False).loss
+                theirs.backward()
+                g2 = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+                if sorted(g1) != sorted(g2):
+                    die("%s: the aux objective and transformers' loss give gradients to different parameters" % case)
+                worst_loss = max(worst_loss, abs(ours.item() - theirs.item()) / abs(theirs.item()))
+                worst_grad = max(worst_grad, max(((g1[k] - g2[k]).norm() / g2[k].norm()).item()
+                                                 for k in g2 if g2[k].norm() > 0))
+            model.zero_grad(set_to_none=True)
+    finally:
+        torch.set_default_dtype(prev)
+    rec["fp64_step1_objective_vs_transformers_loss_rel_diff"] = worst_loss
+    rec["fp64_step1_gradient_vs_transformers_loss_max_rel_diff"] = worst_grad
+    if worst_loss > 1e-12 or worst_grad > 1e-10:
+        die("%s: the aux objective differs from transformers' own loss (value %.3g, gradient %.3g relative)"
+            % (case, worst_loss, worst_grad))
+    # The same run without the aux loss.
+    off = cfg.__class__.from_dict({**cfg.to_dict(), "output_router_logits": False})
+    log_off, _ = fp64_trajectory(ctx, kind, off, ckpt, samples, hp)
+    per = [abs(a["grad_norm"] - b["grad_norm"]) / abs(b["grad_norm"]) for a, b in zip(log_off, log64)]
+    rec["without_router_aux_loss_per_step_rel_grad_norm_change"] = [float("%.3g" % x) for x in per]
+    rec["without_router_aux_loss_max_rel_grad_norm_change"] = max(per)
+    rec["without_router_aux_loss_max_rel_grad_norm_change_step"] = log64[per.index(max(per))]["step"]
+    per_loss = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(log_off, log64)]
+    rec["without_router_aux_loss_max_rel_loss_change"] = max(per_loss)
+    rec["without_router_aux_loss_clipped_differs_at_steps"] = [
+        a["step"] for a, b in zip(log_off, log64) if a["clipped"] != b["clipped"]]
+    if max(per) <= AUX_MIN_REL_GRAD_NORM_CHANGE:
+        die("%s: router_aux_loss_coef %g changes no step's grad_norm by more than %g relative (at most %.3g)"
+            % (case, coef, AUX_MIN_REL_GRAD_NORM_CHANGE, max(per)))
+    return rec
+
+
 def fp64_conditioning(case, log32, final32, log64, sumsq64):
     """Max relative differences of the float32 trajectory from the float64 one."""
     rec = {"measure": ("the reference implementation's whole training run repeated in float64 (model, "
@@ -1223,6 +1348,16 @@ def fp64_conditioning(case, log32, final32, log64, sumsq64):
     rec["max_rel_final_sumsq_diff_tensor"] = worst
     rec["clipped_differs_at_steps"] = [a["step"] for a, b in zip(log32, log64) if a["clipped"] != b["clipped"]]
     bad = []
+    if "router_aux_loss" in log32[0]:
+        # Held to the loss limit.
+        per = [abs(a["router_aux_loss"] - b["router_aux_loss"]) / abs(b["router_aux_loss"])
+               for a, b in zip(log32, log64)]
+        rec["per_step_rel_router_aux_loss_diff"] = [float("%.3g" % x) for x in per]
+        rec["max_rel_router_aux_loss_diff"] = max(per)
+        rec["max_rel_router_aux_loss_diff_step"] = log32[per.index(max(per))]["step"]
+        if max(per) > FP64_TRAJECTORY_MAX_REL["loss"]:
+            bad.append("router_aux_loss %.3g (step %d; limit %g)" % (
+                max(per), rec["max_rel_router_aux_loss_diff_step"], FP64_TRAJECTORY_MAX_REL["loss"]))
     for key, limit in FP64_TRAJECTORY_MAX_REL.items():
         got = rec["max_rel_%s_diff" % key]
         if got > limit:
@@ -1303,6 +1438,14 @@ def generate(ctx, out_dir):
         # Conditioning: the same implementation's float64 run must agree with the float32 golden.
         log64, sumsq64 = fp64_trajectory(ctx, reference, cfg, ckpt, samples, hp)
         rec["fp32_vs_fp64_trajectory"] = fp64_conditioning(case, log, final, log64, sumsq64)
+        if "router_aux_loss" in log[0]:
+            rec["router_aux_loss"] = router_aux_checks(ctx, case, reference, cfg, ckpt, samples, hp, log64)
+            note += (" The objective adds the router load-balancing loss: per micro-batch CE_sum + "
+                     "router_aux_loss_coef (%g) * aux * n_mb, aux = transformers' load_balancing_loss_func "
+                     "(attention_mask None), checked equal in float64 to Qwen3MoeForCausalLM's own loss with "
+                     "labels (grad_accum 1); the logged loss is the cross-entropy alone and router_aux_loss "
+                     "= coef * aux. Without it some step's grad_norm changes by %.3g relative."
+                     % (cfg.router_aux_loss_coef, rec["router_aux_loss"]["without_router_aux_loss_max_rel_grad_norm_change"]))
         # Cross-check: the other implementation's fp32 trajectory, where there is one.
         other = "torchtune" if reference == "transformers" else "transformers"
         if other == "transformers" or tt_supported(cfg):
