@@ -1,8 +1,9 @@
-// The newer families against their golden trajectories (tests/golden/make_family_goldens.py:
-// torchtune's model code where it computes what the published model does, transformers' modeling
-// code where it does not): the real fthost binary trains each tiny Hugging Face fixture, under
-// every loss, over 2 FSDP ranks, and split over 2 tensor-parallel ranks, and must reproduce every
-// step and the final weights within the fixtures' README tolerances.
+// The newer families, mixtures of experts included, against their golden trajectories
+// (tests/golden/make_family_goldens.py: torchtune's model code where it computes what the
+// published model does, transformers' modeling code where it does not): the real fthost binary
+// trains each tiny Hugging Face fixture, under every loss, over 2 FSDP ranks, and split over 2
+// tensor-parallel ranks, and must reproduce every step and the final weights within the
+// fixtures' README tolerances.
 #include "golden_cases.h"
 #include "test_helpers.h"
 

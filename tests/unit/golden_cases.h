@@ -43,9 +43,9 @@ inline json read_json(const std::string& path) {
 // the generation holds exactly these). Fixed here because test parameters are listed before the
 // ctest fixture generates anything.
 inline std::vector<std::string> family_case_names() {
-  return {"qwen3_tied_ga2_clip",      "qwen3_untied",         "gemma_tied_ga2_clip",    "gemma2_ga2_clip",
-          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip", "qwen3_moe_ga2_clip",     "qwen3_moe_step2_tied",
-          "mixtral_ga2_clip",         "llama4_text_ga2_clip", "llama4_conditional_text"};
+  return {"qwen3_tied_ga2_clip",      "qwen3_untied",         "gemma_tied_ga2_clip",     "gemma2_ga2_clip",
+          "mistral_sliding_ga2_clip", "phi3_untied_ga2_clip", "qwen3_moe_ga2_clip",      "qwen3_moe_step2_tied",
+          "mixtral_ga2_clip",         "llama4_text_ga2_clip", "llama4_conditional_text", "qwen3_moe_aux"};
 }
 
 // The directory holding a case: the shared fixtures' or the generated families'.

@@ -1,6 +1,7 @@
 #include <ft/errors.h>
 #include <ft/torch_compat.h>
 #include <ft_kernels/grouped_mm.h>
+#include <ft_kernels/kernel_choice.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -89,6 +90,18 @@ at::Tensor grouped_mm(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   if (grouped_mm_uses_grouped_gemm(x, w)) {
     const at::Tensor offsets = at::cumsum(group_sizes, 0).to(at::kInt);
     return ft::compat::grouped_mm(x, w.transpose(-2, -1), offsets);
+  }
+  if (!fused_kernels_enabled()) {
+    // FT_CPU_KERNELS=aten: one autograd matmul per group and a concatenation, the reference the
+    // kernel is measured against.
+    const std::vector<std::int64_t> sizes = host_sizes(group_sizes);
+    std::vector<at::Tensor> blocks;
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+      blocks.push_back(at::mm(x.narrow(0, row, sizes[g]), w[static_cast<std::int64_t>(g)].t()));
+      row += sizes[g];
+    }
+    return at::cat(blocks);
   }
   return GroupedMmFunction::apply(x.contiguous(), w, group_sizes);
 }

@@ -62,7 +62,7 @@ TEST_F(LlamaModel, HfConfigBuilderNamesTheJsonField) {
             std::string::npos);
   EXPECT_NE(model_error(config_json(R"({"model_type": "mllama"})")).find("multimodal models are not supported"),
             std::string::npos);
-  EXPECT_NE(model_error(config_json(R"({"model_type": "qwen3_moe"})")).find("mixture-of-experts"), std::string::npos);
+  EXPECT_NE(model_error(config_json(R"({"model_type": "qwen2_moe"})")).find("mixture-of-experts"), std::string::npos);
   EXPECT_NE(model_error(config_json(llama + R"(, "hidden_act": "gelu"})"))
                 .find("\"hidden_act\": \"gelu\" is not supported for llama (silu)"),
             std::string::npos);

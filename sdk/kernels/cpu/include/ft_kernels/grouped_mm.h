@@ -11,7 +11,8 @@ namespace ft_kernels {
 // w [groups, out, in] and group_sizes [groups] int64 on x's device (summing to n). Returns
 // [n, out], differentiable in x and w. CUDA bfloat16 on a device with grouped GEMMs (compute
 // capability 9.0+) takes LibTorch's _grouped_mm; everything else one GEMM per group over its
-// rows, into one output, with a hand-written backward doing the same per group.
+// rows, into one output, with a hand-written backward doing the same per group. With
+// FT_CPU_KERNELS=aten: one autograd matmul per group, concatenated (the reference).
 at::Tensor grouped_mm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& group_sizes);
 
 // Whether grouped_mm takes LibTorch's grouped GEMM for these operands (said once in the log by
