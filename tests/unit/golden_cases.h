@@ -150,24 +150,39 @@ inline std::string config_for(const std::string& case_name, const std::string& l
   return toml.str();
 }
 
-// An independent reading of the float32 tensors of a safetensors file (header JSON, then raw
-// little-endian data), for the final-weight statistics.
-inline std::map<std::string, std::vector<float>> read_f32_safetensors(const std::string& path) {
+// An independent reading of a safetensors file (header JSON, then raw little-endian data): every
+// tensor's dtype, shape and bytes.
+struct StoredTensor {
+  std::string dtype;
+  json shape;
+  std::string bytes;
+  bool operator==(const StoredTensor& o) const { return dtype == o.dtype && shape == o.shape && bytes == o.bytes; }
+};
+inline std::map<std::string, StoredTensor> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::uint64_t header_len = 0;
   in.read(reinterpret_cast<char*>(&header_len), 8);
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   const std::string data((std::istreambuf_iterator<char>(in)), {});
-  std::map<std::string, std::vector<float>> tensors;
+  std::map<std::string, StoredTensor> tensors;
   const json entries = json::parse(header);
   for (const auto& [name, entry] : entries.items()) {
     if (name == "__metadata__") continue;
-    EXPECT_EQ(entry.at("dtype"), "F32") << name;
     const auto begin = entry.at("data_offsets")[0].get<std::size_t>();
     const auto end = entry.at("data_offsets")[1].get<std::size_t>();
-    std::vector<float> values((end - begin) / 4);
-    std::memcpy(values.data(), data.data() + begin, end - begin);
+    tensors[name] = {entry.at("dtype").get<std::string>(), entry.at("shape"), data.substr(begin, end - begin)};
+  }
+  return tensors;
+}
+
+// The float32 tensors' values, for the final-weight statistics.
+inline std::map<std::string, std::vector<float>> read_f32_safetensors(const std::string& path) {
+  std::map<std::string, std::vector<float>> tensors;
+  for (const auto& [name, stored] : read_safetensors(path)) {
+    EXPECT_EQ(stored.dtype, "F32") << name;
+    std::vector<float> values(stored.bytes.size() / 4);
+    std::memcpy(values.data(), stored.bytes.data(), stored.bytes.size());
     tensors[name] = std::move(values);
   }
   return tensors;

@@ -31,6 +31,15 @@ void refuse_unimplemented_expert_keys(const ConfigJsonReader& json, const std::s
     json.fail("router_jitter_noise", "router noise in training is not supported (0 only)");
 }
 
+void read_expert_counts(const ConfigJsonReader& json, const std::string& experts_key, std::int64_t default_experts,
+                        std::int64_t default_top_k, ExpertLayers& experts) {
+  experts.num_experts = json.size(experts_key, default_experts);
+  experts.top_k = json.size("num_experts_per_tok", default_top_k);
+  if (experts.top_k > experts.num_experts)
+    json.fail("num_experts_per_tok", std::to_string(experts.top_k) + " experts per token, but " + experts_key + " is " +
+                                         std::to_string(experts.num_experts));
+}
+
 std::vector<std::int64_t> layer_list(const ConfigJsonReader& json, const std::string& field, std::int64_t num_layers) {
   std::vector<std::int64_t> layers;
   if (!json.has(field)) return layers;

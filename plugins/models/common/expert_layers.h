@@ -20,6 +20,11 @@ namespace ft_models {
 // grouped routing and low-rank attention, router noise, expert biases), naming the key.
 void refuse_unimplemented_expert_keys(const ConfigJsonReader& json, const std::string& model_type);
 
+// The number of experts (under `experts_key`, num_experts or num_local_experts) and
+// num_experts_per_tok, with Hugging Face's defaults; more per token than there are is refused.
+void read_expert_counts(const ConfigJsonReader& json, const std::string& experts_key, std::int64_t default_experts,
+                        std::int64_t default_top_k, ExpertLayers& experts);
+
 // A list of layer indices (mlp_only_layers, moe_layers), each checked against the layer count.
 std::vector<std::int64_t> layer_list(const ConfigJsonReader& json, const std::string& field, std::int64_t num_layers);
 

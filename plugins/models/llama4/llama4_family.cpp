@@ -25,11 +25,7 @@ void read_llama4_text(const ConfigJsonReader& json, DecoderConfig& c) {
   refuse_unimplemented_expert_keys(json, "llama4");
   const auto layers = static_cast<std::size_t>(c.num_layers);
   ExpertLayers& e = c.experts;
-  e.num_experts = json.size("num_local_experts", 16);
-  e.top_k = json.size("num_experts_per_tok", 1);
-  if (e.top_k > e.num_experts)
-    json.fail("num_experts_per_tok", std::to_string(e.top_k) + " experts per token, but num_local_experts is " +
-                                         std::to_string(e.num_experts));
+  read_expert_counts(json, "num_local_experts", 16, 1, e);
   e.expert_dim = c.intermediate_dim;  // intermediate_size: each expert's and the shared expert's width
   e.shared_expert_dim = c.intermediate_dim;
   c.intermediate_dim = json.size("intermediate_size_mlp", 16384);  // the dense layers'

@@ -32,11 +32,7 @@ std::shared_ptr<const FamilyHf> mixtral_hf() {
     c.sliding_window = json.integer("sliding_window", 0, ConfigJsonReader::NullIs::Default);  // null: none
     refuse_unimplemented_expert_keys(json, "mixtral");
     ExpertLayers& e = c.experts;
-    e.num_experts = json.size("num_local_experts", 8);
-    e.top_k = json.size("num_experts_per_tok", 2);
-    if (e.top_k > e.num_experts)
-      json.fail("num_experts_per_tok", std::to_string(e.top_k) + " experts per token, but num_local_experts is " +
-                                           std::to_string(e.num_experts));
+    read_expert_counts(json, "num_local_experts", 8, 2, e);
     e.expert_dim = c.intermediate_dim;
     e.normalize_top_k = true;
     e.score = RouterScore::Softmax;

@@ -45,11 +45,7 @@ std::shared_ptr<const FamilyHf> qwen3_moe_hf() {
       json.fail("use_sliding_window", "Qwen's sliding-window attention (max_window_layers) is not supported");
     refuse_unimplemented_expert_keys(json, "qwen3_moe");
     ExpertLayers& e = c.experts;
-    e.num_experts = json.size("num_experts", 128);
-    e.top_k = json.size("num_experts_per_tok", 8);
-    if (e.top_k > e.num_experts)
-      json.fail("num_experts_per_tok",
-                std::to_string(e.top_k) + " experts per token, but num_experts is " + std::to_string(e.num_experts));
+    read_expert_counts(json, "num_experts", 128, 8, e);
     e.expert_dim = json.size("moe_intermediate_size", 768);
     e.normalize_top_k = json.boolean("norm_topk_prob", false);
     e.score = RouterScore::Softmax;

@@ -2,7 +2,10 @@
 // token by token with plain ATen ops: each token's router scores, its top k experts, each
 // chosen expert's gated MLP on that token alone, weighted and summed. Values and gradients must
 // agree; the grouped GEMM against one matmul per group; the load-balancing loss against a hand
-// computation of Hugging Face's formula; and the Llama 4 checkpoint layout must round-trip.
+// computation of Hugging Face's formula; the Llama 4 checkpoint layout must round-trip; and the
+// logged expert load is its extremes and its worst layer's coefficient of variation.
+#include "train/expert_load_metrics.h"
+
 #include <ft/model.h>
 #include <ft/nn/load_balancing_loss.h>
 #include <ft/nn/mixture_of_experts.h>
@@ -165,6 +168,19 @@ TEST(CheckpointLayout, TransposedAndConcatenatedEntriesRoundTrip) {
   EXPECT_TRUE(at::equal(w1, w1_before));
   EXPECT_TRUE(at::equal(w3, w3_before));
   EXPECT_THROW(ft::assign_checkpoint_value(gate_up, at::zeros({3, 10, 4})), ft::Error);
+}
+
+// The logged load: the fewest and most token choices of any expert over every sparse layer, and
+// the worst layer's std / mean (population std: the experts are all there are).
+TEST(ExpertLoadMetrics, AreTheExtremesAndTheWorstLayersCoefficientOfVariation) {
+  const auto metrics = fthost::expert_load_metrics(at::tensor({3.0, 1.0, 2.0, 2.0}).view({2, 2}));
+  ASSERT_EQ(metrics.size(), 3u);
+  EXPECT_EQ(metrics[0], (std::pair<std::string, double>{"expert_tokens_min", 1.0}));
+  EXPECT_EQ(metrics[1], (std::pair<std::string, double>{"expert_tokens_max", 3.0}));
+  EXPECT_EQ(metrics[2].first, "expert_load_cv");
+  EXPECT_DOUBLE_EQ(metrics[2].second, 0.5);  // layer 0: mean 2, std 1; layer 1 balanced
+  // A layer no token reached (all experts 0) is balanced, not a division by zero.
+  EXPECT_DOUBLE_EQ(fthost::expert_load_metrics(at::zeros({1, 4}))[2].second, 0.0);
 }
 
 }  // namespace
