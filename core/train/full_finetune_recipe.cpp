@@ -318,8 +318,8 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     if (step_policy_->needs_step_tokens_before_backward()) step.tokens = total_tokens(rank_tokens);
     parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches.size());
     ForwardLoss forward = forward_loss(batch, targets);
+    rank_loss += forward.loss_sum.detach().to(at::kFloat);
     at::Tensor objective = forward.loss_sum;
-    rank_loss += objective.detach().to(at::kFloat);
     if (forward.auxiliary_loss.defined()) {
       // Weighted by the micro-batch's tokens, then normalised with the cross-entropy by the
       // step's: one micro-batch on one rank gives Hugging Face's CE mean + coef x aux exactly.

@@ -217,15 +217,15 @@ void register_components(ft::Registry& reg) {
 
   // torchtune's builders name the Hugging Face Llama4ForConditionalGeneration checkpoints: the
   // language model is built and trained, the vision weights carried.
-  const Llama3RopeScaling scout_scaling{16.0, 1.0, 1.0, 8192};
-  const DecoderConfig scout = llama4_sized(16, 1, true, scout_scaling, 10485760);
+  const DecoderConfig scout = llama4_sized(16, 1, true, Llama3RopeScaling{16.0, 1.0, 1.0, 8192}, 10485760);
   const DecoderConfig maverick = llama4_sized(128, 2, false, std::nullopt, 1048576);
-  for (const auto& [component, summary, config] : std::vector<std::tuple<std::string, std::string, DecoderConfig>>{
-           {"torchtune.models.llama4.llama4_scout_17b_16e", "Llama 4 Scout 17B-16E (16 experts, 1 per token)", scout},
-           {"torchtune.models.llama4.llama4_maverick_17b_128e", "Llama 4 Maverick 17B-128E (128 experts, 1 per token)",
-            maverick}}) {
-    register_named_sizes(reg, {{component, summary, config}}, for_architecture(multimodal, config));
-  }
+  register_named_sizes(
+      reg, {{"torchtune.models.llama4.llama4_scout_17b_16e", "Llama 4 Scout 17B-16E (16 experts, 1 per token)", scout}},
+      for_architecture(multimodal, scout));
+  register_named_sizes(reg,
+                       {{"torchtune.models.llama4.llama4_maverick_17b_128e",
+                         "Llama 4 Maverick 17B-128E (128 experts, 1 per token)", maverick}},
+                       for_architecture(multimodal, maverick));
 
   register_expert_plan(reg, "torchtune.models.llama4.decoder_only_tp_plan",
                        "Llama 4's plan: attention and dense MLPs in the Megatron layout, the experts' hidden features "
