@@ -3,8 +3,11 @@
 // differs between LibTorch versions.
 #pragma once
 
+#include <ft/errors.h>
+
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -48,6 +51,15 @@ class Collectives {
   virtual std::unique_ptr<PendingCollective> all_gather_async(at::Tensor& full, const at::Tensor& shard) {
     all_gather(full, shard);
     return std::make_unique<CompletedCollective>();
+  }
+  // All-to-all of rows (ABI 9.0; expert parallelism): `input`'s rows (dim 0), contiguous, go out
+  // in consecutive blocks, input_splits[r] rows to rank r; `output` receives output_splits[r] rows
+  // from each rank r, in rank order. Every rank's rows have the same shape and dtype. A group that
+  // cannot exchange rows refuses.
+  virtual void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>& output_splits,
+                          const std::vector<std::int64_t>& input_splits) {
+    (void)output, (void)input, (void)output_splits, (void)input_splits;
+    throw Error("this process group cannot exchange rows all-to-all (expert parallelism needs it)");
   }
 };
 

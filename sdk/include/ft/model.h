@@ -88,13 +88,14 @@ void assign_checkpoint_value(const NamedTensor& t, const at::Tensor& value);
 
 // The optional roles a model may play besides the core below, each an interface of its own
 // (ft/model_sharding.h, ft/model_layer_checkpointing.h, ft/model_tensor_parallelism.h,
-// ft/model_kv_cache.h), found through Model::find_role. A new role is a new interface and id:
-// models built before it answer nullptr for it, so adding one is a minor ABI bump.
+// ft/model_kv_cache.h, ft/model_expert_parallelism.h), found through Model::find_role. A new role is a new interface
+// and id: models built before it answer nullptr for it, so adding one is a minor ABI bump.
 enum class ModelRole : std::uint32_t {
   Sharding = 1,            // sharding units and hooks for FSDP / DDP, custom_sharded_layers
   LayerCheckpointing = 2,  // activation checkpointing and offloading, layer by layer
   TensorParallelism = 3,   // splitting modules across a tensor-parallel group
   KvCache = 4,             // key/value caches for generation
+  ExpertParallelism = 5,   // splitting mixture-of-experts layers' experts across ranks
 };
 
 class Model {

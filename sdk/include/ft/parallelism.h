@@ -82,6 +82,12 @@ class Parallelism {
     throw Error("this parallelism strategy cannot run the optimizer in backward (optimizer_in_bwd)");
   }
 
+  // Whether parallelize() handles a model whose experts are split across an expert-parallel
+  // group (ft/model_expert_parallelism.h): those parameters' gradients summed only over the
+  // data-parallel ranks holding the same experts, their norm counted once per expert. The host
+  // refuses expert_parallel_dim > 1 with a strategy that does not.
+  virtual bool handles_expert_parallel() const { return false; }
+
   // Bytes of parameters, gradients and optimizer-visible tensors this rank holds persistently.
   virtual std::int64_t local_parameter_bytes() const = 0;
 };

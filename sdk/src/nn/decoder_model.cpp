@@ -1,4 +1,5 @@
 #include <ft/nn/decoder_model.h>
+#include <ft/nn/expert_parallel.h>
 #include <ft/nn/load_balancing_loss.h>
 #include <ft/nn/mixture_of_experts.h>
 #include <ft/nn/parameter_device.h>
@@ -156,6 +157,7 @@ void* DecoderModel::find_role(ft::ModelRole role) {
     case ft::ModelRole::LayerCheckpointing: return static_cast<ft::ModelLayerCheckpointing*>(this);
     case ft::ModelRole::TensorParallelism: return static_cast<ft::ModelTensorParallelism*>(this);
     case ft::ModelRole::KvCache: return static_cast<ft::ModelKvCache*>(this);
+    case ft::ModelRole::ExpertParallelism: return static_cast<ft::ModelExpertParallelism*>(this);
   }
   return nullptr;
 }
@@ -269,6 +271,34 @@ std::vector<at::Tensor> DecoderModel::tensor_parallel_shards() {
 void DecoderModel::with_full_tensor_parallel_parameters(const std::function<void()>& fn) {
   if (!tensor_parallel_) return fn();
   with_whole_parameters(*tensor_parallel_, fn);
+}
+
+std::int64_t DecoderModel::experts_per_layer() const {
+  for (const auto& layer : decoder_->layers)
+    if (const auto* moe = dynamic_cast<const MixtureOfExpertsImpl*>(layer->mlp.get()))
+      return moe->options().router.num_experts;
+  return 0;
+}
+
+void DecoderModel::apply_expert_parallel(const std::shared_ptr<ft::Collectives>& group) {
+  if (expert_parallel_) throw ft::Error("expert parallelism is already applied to this model");
+  expert_parallel_ = split_experts(*decoder_, group);
+}
+
+std::shared_ptr<ft::Collectives> DecoderModel::expert_parallel_group() const {
+  return expert_parallel_ ? expert_parallel_->group : nullptr;
+}
+
+std::vector<at::Tensor> DecoderModel::expert_parallel_shards() {
+  std::vector<at::Tensor> shards;
+  if (expert_parallel_)
+    for (const auto& split : expert_parallel_->parameters) shards.push_back(split.parameter);
+  return shards;
+}
+
+void DecoderModel::with_full_expert_parallel_parameters(const std::function<void()>& fn) {
+  if (!expert_parallel_) return fn();
+  with_whole_parameters(*expert_parallel_, fn);
 }
 
 bool DecoderModel::ignorable_hf_name(const std::string& name) const {

@@ -1,4 +1,5 @@
 #include <ft/errors.h>
+#include <ft/nn/expert_parallel.h>
 #include <ft/nn/mixture_of_experts.h>
 #include <ft/tensor_parallel.h>
 
@@ -38,7 +39,8 @@ at::Tensor MixtureOfExpertsImpl::forward(const at::Tensor& x) const {
   const at::Tensor row_weights = routing.weights.reshape({-1}).index_select(0, order).to(x.scalar_type()).unsqueeze(1);
   at::Tensor rows = tokens.index_select(0, token_of_row);
   if (options_.weight_expert_inputs) rows = rows * row_weights;
-  at::Tensor out_rows = experts->forward(rows, rows_per_expert);
+  at::Tensor out_rows = experts_over ? run_on_expert_ranks(*experts, rows, rows_per_expert, experts_over)
+                                     : experts->forward(rows, rows_per_expert);
   if (!options_.weight_expert_inputs) out_rows = out_rows * row_weights;
   at::Tensor out = at::zeros_like(tokens).index_add(0, token_of_row, out_rows);
   if (shared_expert) out = out + shared_expert->forward(tokens);

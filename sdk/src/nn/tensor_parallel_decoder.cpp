@@ -159,13 +159,6 @@ bool all_or_none(const std::map<std::string, ParallelStyle>& styles, const std::
   return split != 0;
 }
 
-void keep_slice(DecoderSplits& splits, at::Tensor& parameter, std::int64_t dim, int rank, int size) {
-  if (!parameter.defined()) return;
-  const std::int64_t n = parameter.size(dim) / size;
-  parameter.set_data(parameter.detach().narrow(dim, rank * n, n).clone(at::MemoryFormat::Contiguous));
-  splits.parameters.push_back({parameter, dim});
-}
-
 at::Tensor gathered(const at::Tensor& slice, std::int64_t dim, ft::Collectives& group) {
   const at::Tensor local = slice.detach().contiguous();
   at::Tensor pieces = at::empty({group.size() * local.numel()}, local.options());
@@ -180,6 +173,13 @@ at::Tensor gathered(const at::Tensor& slice, std::int64_t dim, ft::Collectives& 
 }
 
 }  // namespace
+
+void keep_slice(DecoderSplits& splits, at::Tensor& parameter, std::int64_t dim, int rank, int size) {
+  if (!parameter.defined()) return;
+  const std::int64_t n = parameter.size(dim) / size;
+  parameter.set_data(parameter.detach().narrow(dim, rank * n, n).clone(at::MemoryFormat::Contiguous));
+  splits.parameters.push_back({parameter, dim});
+}
 
 DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<ft::ModuleParallelism>& plan,
                             const std::shared_ptr<ft::Collectives>& group) {

@@ -3,9 +3,12 @@
 // chosen expert's gated MLP on that token alone, weighted and summed. Values and gradients must
 // agree; the grouped GEMM against one matmul per group; the load-balancing loss against a hand
 // computation of Hugging Face's formula; the Llama 4 checkpoint layout must round-trip; and the
-// logged expert load is its extremes and its worst layer's coefficient of variation.
+// logged expert load is its extremes and its worst layer's coefficient of variation. Under expert
+// parallelism (ranks as threads), two ranks holding half of the experts each compute what one
+// rank holding all of them computes.
 #include "train/expert_load_metrics.h"
 
+#include <ft/collectives.h>
 #include <ft/model.h>
 #include <ft/nn/load_balancing_loss.h>
 #include <ft/nn/mixture_of_experts.h>
@@ -16,6 +19,9 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -106,6 +112,151 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"qwen3_moe_softmax", RouterScore::Softmax, false, false, 0, 6, 3},
                       Variant{"llama4_sigmoid_inputs_shared", RouterScore::SigmoidOfTopK, false, true, 16, 4, 1},
                       Variant{"every_expert", RouterScore::Softmax, true, false, 0, 3, 3}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// Ranks as threads of one process, exchanging rows through shared memory: all_to_all as c10d
+// defines it (consecutive blocks of input_splits[r] rows to rank r, received in rank order).
+class ThreadRanks {
+ public:
+  explicit ThreadRanks(int size) : size_(size), inputs_(size), splits_(size) {}
+  int size() const { return size_; }
+
+  void all_to_all(int rank, at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>& splits) {
+    inputs_[rank] = input.clone();
+    splits_[rank] = splits;
+    wait_for_every_rank();
+    std::vector<at::Tensor> received;
+    for (int source = 0; source < size_; ++source) {
+      std::int64_t offset = 0;
+      for (int r = 0; r < rank; ++r) offset += splits_[source][r];
+      received.push_back(inputs_[source].narrow(0, offset, splits_[source][rank]));
+    }
+    output.copy_(at::cat(received));
+    wait_for_every_rank();  // nobody overwrites an input another rank still reads
+  }
+
+ private:
+  void wait_for_every_rank() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int generation = generation_;
+    if (++arrived_ == size_) {
+      arrived_ = 0;
+      ++generation_;
+      all_arrived_.notify_all();
+    } else {
+      all_arrived_.wait(lock, [&] { return generation_ != generation; });
+    }
+  }
+
+  int size_;
+  std::vector<at::Tensor> inputs_;
+  std::vector<std::vector<std::int64_t>> splits_;
+  std::mutex mutex_;
+  std::condition_variable all_arrived_;
+  int arrived_ = 0;
+  int generation_ = 0;
+};
+
+class ThreadRank final : public ft::Collectives {
+ public:
+  ThreadRank(ThreadRanks& ranks, int rank) : ranks_(ranks), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return ranks_.size(); }
+  void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>&,
+                  const std::vector<std::int64_t>& input_splits) override {
+    ranks_.all_to_all(rank_, output, input, input_splits);
+  }
+  void all_reduce_sum(at::Tensor&) override { throw std::logic_error("not used"); }
+  std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor&) override {
+    throw std::logic_error("not used");
+  }
+  void all_gather(at::Tensor&, const at::Tensor&) override { throw std::logic_error("not used"); }
+  void reduce_scatter_sum(at::Tensor&, const at::Tensor&) override { throw std::logic_error("not used"); }
+  void broadcast(at::Tensor&, int) override { throw std::logic_error("not used"); }
+  void barrier() override {}
+
+ private:
+  ThreadRanks& ranks_;
+  int rank_;
+};
+
+class ExpertParallelBlock : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(ExpertParallelBlock, TwoRanksWithHalfTheExpertsEachComputeWhatOneRankWithAllComputes) {
+  const Variant v = GetParam();
+  MixtureOfExpertsOptions o;
+  o.dim = 12;
+  o.expert_hidden_dim = 20;
+  o.router = {12, v.experts, v.top_k, v.score, v.normalize};
+  o.weight_expert_inputs = v.weight_inputs;
+  o.shared_expert_hidden_dim = v.shared;
+  const int ranks = 2;
+  std::vector<at::Tensor> inputs, upstreams;
+  for (int r = 0; r < ranks; ++r) {
+    // Unequal token counts: the ranks send each other different numbers of rows.
+    inputs.push_back(at::randn({2, 7 + 4 * r, 12}));
+    upstreams.push_back(at::randn({2, 7 + 4 * r, 12}));
+  }
+
+  // One rank with every expert, both ranks' tokens.
+  auto whole = mixture_of_experts(o);
+  fill_randomly(*whole, 11);
+  std::vector<at::Tensor> want_outputs;
+  at::Tensor objective = at::zeros({});
+  for (int r = 0; r < ranks; ++r) {
+    want_outputs.push_back(whole->forward(inputs[r]));
+    objective = objective + (want_outputs[r] * upstreams[r]).sum();
+  }
+  const auto names = whole->named_parameters();
+  const auto want_grads = torch::autograd::grad({objective}, whole->parameters());
+
+  ThreadRanks mesh(ranks);
+  std::vector<at::Tensor> got_outputs(ranks);
+  std::vector<std::vector<at::Tensor>> got_grads(ranks);
+  std::vector<at::Tensor> expert_loads(ranks);
+  auto rank_main = [&](int r) {
+    auto moe = mixture_of_experts(o);
+    fill_randomly(*moe, 11);
+    {
+      at::NoGradGuard no_grad;
+      const std::int64_t local = v.experts / ranks;
+      for (at::Tensor* w : {&moe->experts->w1, &moe->experts->w2, &moe->experts->w3})
+        w->set_data(w->detach().narrow(0, r * local, local).clone());
+    }
+    moe->experts_over = std::make_shared<ThreadRank>(mesh, r);
+    got_outputs[r] = moe->forward(inputs[r]);
+    expert_loads[r] = moe->last_expert_load;
+    got_grads[r] = torch::autograd::grad({(got_outputs[r] * upstreams[r]).sum()}, moe->parameters());
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_LT(relative_difference(got_outputs[r], want_outputs[r]), 1e-5) << "rank " << r;
+    // The load is over every expert of the layer, counted where the tokens were routed.
+    EXPECT_EQ(expert_loads[r].numel(), v.experts);
+    EXPECT_EQ(expert_loads[r].sum().item<std::int64_t>(), inputs[r].size(0) * inputs[r].size(1) * v.top_k);
+  }
+  const std::int64_t local = v.experts / ranks;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i].key();
+    if (name.rfind("experts.", 0) == 0) {
+      // An expert's gradient, whole on the rank holding it: every rank's tokens reached it.
+      for (int r = 0; r < ranks; ++r)
+        EXPECT_LT(relative_difference(got_grads[r][i], want_grads[i].narrow(0, r * local, local)), 1e-5)
+            << name << " on rank " << r;
+    } else {
+      // Replicated: each rank's gradient is its own tokens'; data parallelism sums them.
+      EXPECT_LT(relative_difference(got_grads[0][i] + got_grads[1][i], want_grads[i]), 1e-5) << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Routers, ExpertParallelBlock,
+    ::testing::Values(Variant{"qwen3_moe_softmax_normalised", RouterScore::Softmax, true, false, 0, 6, 2},
+                      Variant{"llama4_sigmoid_inputs_shared", RouterScore::SigmoidOfTopK, false, true, 16, 4, 1}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(GroupedMm, EqualsOneMatmulPerGroupWithEmptyGroups) {

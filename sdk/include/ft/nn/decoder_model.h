@@ -1,11 +1,12 @@
 // ft::Model for any decoder a family's builder composed from ft::nn blocks: forward, sharding
-// units, separately sharded modules, activation checkpointing, tensor parallelism and the KV
-// cache, once for every family. A family derives from it only for what differs: its Hugging Face
+// units, separately sharded modules, activation checkpointing, tensor and expert parallelism and
+// the KV cache, once for every family. A family derives from it only for what differs: its Hugging Face
 // config.json (and, where its checkpoints name parameters unlike LlamaForCausalLM's,
 // hf_parameters()).
 #pragma once
 
 #include <ft/model.h>
+#include <ft/model_expert_parallelism.h>
 #include <ft/model_kv_cache.h>
 #include <ft/model_layer_checkpointing.h>
 #include <ft/model_sharding.h>
@@ -24,6 +25,7 @@ class DecoderModel : public ft::Model,
                      public ft::ModelSharding,
                      public ft::ModelLayerCheckpointing,
                      public ft::ModelTensorParallelism,
+                     public ft::ModelExpertParallelism,
                      public ft::ModelKvCache {
  public:
   // `build` composes the decoder; it runs with parameters on the meta device when args.device is
@@ -51,6 +53,12 @@ class DecoderModel : public ft::Model,
                              const std::shared_ptr<ft::Collectives>& group) override;
   std::vector<at::Tensor> tensor_parallel_shards() override;
   void with_full_tensor_parallel_parameters(const std::function<void()>& fn) override;
+  bool has_experts() const override { return has_experts_; }
+  std::int64_t experts_per_layer() const override;
+  void apply_expert_parallel(const std::shared_ptr<ft::Collectives>& group) override;
+  std::shared_ptr<ft::Collectives> expert_parallel_group() const override;
+  std::vector<at::Tensor> expert_parallel_shards() override;
+  void with_full_expert_parallel_parameters(const std::function<void()>& fn) override;
   void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) override;
   void reset_caches() override;
   void remove_caches() override;
@@ -75,6 +83,7 @@ class DecoderModel : public ft::Model,
   bool separate_embedding_ = false;  // custom_sharded_layers: tok_embeddings
   bool separate_output_ = false;     // custom_sharded_layers: output (untied models)
   std::optional<DecoderSplits> tensor_parallel_;
+  std::optional<DecoderSplits> expert_parallel_;
   bool caches_set_up_ = false;  // generation: forward() reads and writes the KV caches
 };
 

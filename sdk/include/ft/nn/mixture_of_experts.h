@@ -45,6 +45,10 @@ class MixtureOfExpertsImpl final : public FeedForwardBlockImpl {
   // Tensor parallelism: the experts' (and shared expert's) hidden features are this rank's slice
   // of this group's, and the block's output is summed over it; nullptr: whole on this rank.
   std::shared_ptr<ft::Collectives> split_over;
+  // Expert parallelism: `experts` holds this rank's consecutive share of the layer's experts
+  // (ft/nn/expert_parallel.h); each token's rows travel to their experts' ranks and back by
+  // all-to-all over this group. nullptr: every expert on this rank.
+  std::shared_ptr<ft::Collectives> experts_over;
 
   // What the last forward routed (read by the model right after its forward, before any
   // recomputation under activation checkpointing runs it again): the router's logits [tokens,

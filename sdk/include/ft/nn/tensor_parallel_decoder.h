@@ -17,7 +17,8 @@
 
 namespace ft::nn {
 
-// What applying a plan split, for the gradient norm, the checkpoint and the output projection.
+// What applying a plan (or expert parallelism) split, for the gradient norm, the checkpoint and
+// the output projection.
 struct DecoderSplits {
   struct Split {
     at::Tensor parameter;  // the live parameter, now holding its slice
@@ -34,6 +35,10 @@ struct DecoderSplits {
 // the decoder cannot split as asked, before changing anything.
 DecoderSplits split_decoder(TransformerDecoderImpl& decoder, const std::vector<ft::ModuleParallelism>& plan,
                             const std::shared_ptr<ft::Collectives>& group);
+
+// `parameter` keeps its `rank`-th of `size` equal slices along `dim` (a copy: the whole is freed),
+// recorded in `splits`.
+void keep_slice(DecoderSplits& splits, at::Tensor& parameter, std::int64_t dim, int rank, int size);
 
 // Collective over splits.group: every split parameter whole while `fn` runs, then its slice again.
 void with_whole_parameters(const DecoderSplits& splits, const std::function<void()>& fn);
