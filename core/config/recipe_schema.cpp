@@ -61,6 +61,9 @@ const ft::Schema& recipe_schema() {
                   "replica groups (HSDP; unset: 1); moved into [parallelism]")
         .optional("tensor_parallel_dim", ValueType::Int, "1",
                   "ranks per tensor-parallel group (1: none); > 1 needs [tensor_parallel_plan]")
+        .optional("expert_parallel_dim", ValueType::Int, "1",
+                  "data-parallel ranks a mixture of experts' experts are split over (1: every rank holds every "
+                  "expert); tokens reach their experts' ranks by all-to-all")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
         .optional("log_level", ValueType::String, "",

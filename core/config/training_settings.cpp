@@ -94,6 +94,14 @@ int read_tensor_parallel_dim(const ft::ConfigNode& root) {
   return static_cast<int>(tp);
 }
 
+// Its fit to the data-parallel ranks and to the model's experts is checked with the process
+// groups and the model (device_mesh.cpp, the recipe).
+int read_expert_parallel_dim(const ft::ConfigNode& root) {
+  const auto ep = root.get<std::int64_t>("expert_parallel_dim");
+  if (ep < 1 || ep > 65536) root.fail("expert_parallel_dim", "expected an integer >= 1, got " + std::to_string(ep));
+  return static_cast<int>(ep);
+}
+
 // ac_option: an integer k, or (as torchtune's int() reads it) a string holding one.
 std::int64_t read_every_x_layer(const ft::ConfigNode& root) {
   if (!root.has("ac_option"))
@@ -242,6 +250,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.activation_checkpointing = read_activation_checkpointing(root);
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
   s.tensor_parallel_dim = read_tensor_parallel_dim(root);
+  s.expert_parallel_dim = read_expert_parallel_dim(root);
   s.validation = read_validation_settings(root, s.batch_size);
   refuse_incompatible_options(root, s);
   if (root.get<bool>("compile", false))

@@ -70,6 +70,9 @@ struct TrainingSettings {
   // tensor_parallel_dim: ranks per tensor-parallel group (1: none); tensor_parallel_plan then
   // names the plan.
   int tensor_parallel_dim = 1;
+  // expert_parallel_dim: data-parallel ranks that split a mixture of experts' experts among them
+  // (1: every rank holds every expert).
+  int expert_parallel_dim = 1;
   ValidationSettings validation;
 };
 

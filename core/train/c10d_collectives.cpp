@@ -206,6 +206,16 @@ class C10dCollectives final : public ft::Collectives {
                                      std::move(sum_slices));
   }
 
+  void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>& output_splits,
+                  const std::vector<std::int64_t>& input_splits) override {
+    c10d::Backend& backend = backend_for(input);
+    at::Tensor sent = input.contiguous();
+    guarded("all_to_all", backend, input, [&] {
+      std::vector<std::int64_t> out_splits = output_splits, in_splits = input_splits;
+      backend.alltoall_base(output, sent, out_splits, in_splits)->wait();
+    });
+  }
+
   void broadcast(at::Tensor& tensor, int root) override {
     c10d::Backend& backend = backend_for(tensor);
     guarded("broadcast", backend, tensor, [&] {
@@ -393,6 +403,10 @@ class SingleRank final : public ft::Collectives {
   void all_gather(at::Tensor& full, const at::Tensor& shard) override { full.view({-1}).copy_(shard.reshape({-1})); }
   void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {
     shard.view({-1}).copy_(full.reshape({-1}));
+  }
+  void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>&,
+                  const std::vector<std::int64_t>&) override {
+    output.copy_(input);
   }
   void broadcast(at::Tensor&, int) override {}
   void barrier() override {}

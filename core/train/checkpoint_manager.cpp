@@ -6,6 +6,7 @@
 #include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/model_expert_parallelism.h>
 #include <ft/model_tensor_parallelism.h>
 
 #include <ATen/ATen.h>
@@ -237,15 +238,22 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   snap.sharded = parts_.parallelism->shards_optimizer_state();
   snap.rank = rank;
   snap.world_size = world_->size();
-  // The whole model: the strategy gathers its shards, then the tensor-parallel slices are gathered.
+  // The whole model: the strategy gathers its shards, then the tensor-parallel slices, then the
+  // experts of the other expert-parallel ranks.
   parts_.parallelism->with_full_parameters(*parts_.model, [&] {
     auto copy = [&] {
       if (rank == 0) snap.model = cpu_copies(parts_.model->hf_parameters());
     };
+    auto with_experts = [&] {
+      if (auto* expert_parallelism = ft::role_of<ft::ModelExpertParallelism>(*parts_.model))
+        expert_parallelism->with_full_expert_parallel_parameters(copy);
+      else
+        copy();
+    };
     if (auto* tensor_parallelism = ft::role_of<ft::ModelTensorParallelism>(*parts_.model))
-      tensor_parallelism->with_full_tensor_parallel_parameters(copy);
+      tensor_parallelism->with_full_tensor_parallel_parameters(with_experts);
     else
-      copy();
+      with_experts();
   });
   if (rank == 0 && !snap.model.empty()) snap.model_dtype = snap.model.front().tensor.scalar_type();
   if (snap.sharded || rank == 0) {

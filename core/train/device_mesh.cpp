@@ -35,9 +35,8 @@ std::shared_ptr<ft::Collectives> one_group_per_coordinate(const ProcessGroups& g
   return mine;
 }
 
-}  // namespace
-
-DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size) {
+DeviceMesh build_data_and_tensor_parallel(const ProcessGroups& groups, const ft::ConfigNode& root,
+                                          int tensor_parallel_size) {
   const int world = groups.world->size();
   if (tensor_parallel_size < 1) root.fail("tensor_parallel_dim", "expected an integer >= 1");
   if (world % tensor_parallel_size != 0)
@@ -82,6 +81,38 @@ DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& 
     ft::log::info(
         "device mesh: {} data-parallel x {} tensor-parallel ranks (tensor-parallel groups are consecutive ranks)", dp,
         tp);
+  return mesh;
+}
+
+// Consecutive data-parallel ranks, each group created for every tensor-parallel coordinate.
+void add_expert_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, int expert_parallel_size) {
+  const int dp = mesh.data_parallel->size();
+  const int ep = expert_parallel_size;
+  if (ep < 1) root.fail("expert_parallel_dim", "expected an integer >= 1");
+  if (dp % ep != 0)
+    root.fail("expert_parallel_dim",
+              std::to_string(ep) + " does not divide the " + std::to_string(dp) +
+                  " data-parallel ranks of this run (its ranks / tensor_parallel_dim): the experts are split over "
+                  "groups of expert_parallel_dim consecutive data-parallel ranks");
+  mesh.expert_parallel_size = ep;
+  if (ep == 1) return;
+  for (int g = 0; g < dp / ep; ++g) {
+    std::vector<int> ranks;
+    for (int e = 0; e < ep; ++e) ranks.push_back(g * ep + e);
+    if (auto group = mesh.data_parallel_new_group(ranks)) mesh.expert_parallel = std::move(group);
+  }
+  if (!mesh.expert_parallel) throw ft::Error("this rank is in no expert-parallel group");
+}
+
+}  // namespace
+
+DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
+                             int expert_parallel_size) {
+  DeviceMesh mesh = build_data_and_tensor_parallel(groups, root, tensor_parallel_size);
+  add_expert_parallel_groups(mesh, root, expert_parallel_size);
+  if (mesh.expert_parallel && groups.world->rank() == 0)
+    ft::log::info("device mesh: experts split over groups of {} consecutive data-parallel ranks ({} groups)",
+                  expert_parallel_size, mesh.data_parallel->size() / expert_parallel_size);
   return mesh;
 }
 

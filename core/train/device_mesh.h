@@ -3,7 +3,9 @@
 // the ranks of one tensor-parallel group are consecutive (ranks 0..tp-1 form the first) and the
 // data-parallel ranks holding the same slices are strided by tp. The parallelism strategy sees
 // only its data-parallel group (its replicate x shard mesh is built inside it); the model's
-// tensor parallelism talks over the tensor-parallel group.
+// tensor parallelism talks over the tensor-parallel group. Expert parallelism groups consecutive
+// data-parallel ranks (ft/model_expert_parallelism.h): data-parallel rank d is rank d % ep of
+// expert-parallel group d / ep.
 #pragma once
 
 #include "train/c10d_collectives.h"
@@ -23,10 +25,15 @@ struct DeviceMesh {
   // tensor parallelism), and sub-groups of it named by their ranks within it.
   std::shared_ptr<ft::Collectives> data_parallel;
   ft::GroupFactory data_parallel_new_group;
+  int expert_parallel_size = 1;
+  // This rank's expert-parallel group; nullptr when expert_parallel_size is 1.
+  std::shared_ptr<ft::Collectives> expert_parallel;
 };
 
 // Collective: every rank creates every group in the same order. Throws ft::ConfigError naming
-// `tensor_parallel_dim` when it is below 1 or does not divide the world size.
-DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size);
+// `tensor_parallel_dim` when it is below 1 or does not divide the world size, and
+// `expert_parallel_dim` when it does not divide the data-parallel ranks.
+DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
+                             int expert_parallel_size = 1);
 
 }  // namespace fthost

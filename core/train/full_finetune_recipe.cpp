@@ -9,6 +9,7 @@
 
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/model_expert_parallelism.h>
 #include <ft/model_layer_checkpointing.h>
 #include <ft/model_tensor_parallelism.h>
 
@@ -110,7 +111,7 @@ void FullFinetuneRecipe::setup_process_groups() {
     ft::log::info("seed: {} (drawn at random; set seed = {} to repeat this run)", s_.seed, s_.seed);
   }
   torch::manual_seed(s_.seed);
-  mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim);
+  mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim, s_.expert_parallel_dim);
   parallelism_ = registry_.instantiate<ft::Parallelism>(
       root_.table("parallelism"), {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank,
                                    env_.local_world_size, s_.device, mesh_.tensor_parallel});
@@ -133,12 +134,13 @@ void FullFinetuneRecipe::setup_model() {
   model_parameters_ = parameter_shapes(*model_);
   if (resume_) {
     check_resumable(resume_->manifest, resume_->manifest_path, model_parameters_, env_.world_size,
-                    parallelism_->data_parallel_size());
+                    parallelism_->data_parallel_size(), mesh_.expert_parallel_size);
     load_resumed_model(*checkpointer_, *model_, *resume_);
   }
   const bool loaded = resume_ || checkpointer_->load_model(*model_);
   const std::int64_t num_parameters = count_parameters(model_->module().parameters());
   apply_tensor_parallel();
+  apply_expert_parallel();
   apply_activation_checkpointing();
   trainable_ = parallelism_->parallelize(*model_);
   ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
@@ -183,6 +185,36 @@ void FullFinetuneRecipe::apply_tensor_parallel() {
       "tensor parallelism: {} ranks per group, {} plan entries applied; this rank holds {} of the model's "
       "parameters",
       mesh_.tensor_parallel_size, plan->modules().size(), count_parameters(model_->module().parameters()));
+}
+
+// After tensor parallelism (an expert's hidden features may already be split), before the
+// strategy distributes what each rank keeps.
+void FullFinetuneRecipe::apply_expert_parallel() {
+  if (!mesh_.expert_parallel) return;
+  auto* expert_parallelism = ft::role_of<ft::ModelExpertParallelism>(*model_);
+  if (!expert_parallelism || !expert_parallelism->has_experts())
+    root_.fail("expert_parallel_dim", std::to_string(mesh_.expert_parallel_size) +
+                                          ": the model has no mixture-of-experts layer whose experts could be split "
+                                          "(a dense model trains with expert_parallel_dim = 1)");
+  if (!parallelism_->handles_expert_parallel())
+    root_.fail("expert_parallel_dim",
+               std::to_string(mesh_.expert_parallel_size) + ": the parallelism strategy " +
+                   root_.table("parallelism").get<std::string>("_component_") +
+                   " cannot reduce gradients of experts split across ranks; use fthost.parallelism.fsdp, hsdp or ddp");
+  const std::int64_t experts = expert_parallelism->experts_per_layer();
+  if (experts % mesh_.expert_parallel_size != 0)
+    root_.fail("expert_parallel_dim", std::to_string(mesh_.expert_parallel_size) + " does not divide the model's " +
+                                          std::to_string(experts) + " experts per layer");
+  try {
+    expert_parallelism->apply_expert_parallel(mesh_.expert_parallel);
+  } catch (const ft::ConfigError&) {
+    throw;
+  } catch (const ft::Error& e) {
+    root_.fail("expert_parallel_dim", e.what());
+  }
+  ft::log::info("expert parallelism: {} experts per layer over {} ranks, {} on each; this rank holds {} parameters",
+                experts, mesh_.expert_parallel_size, experts / mesh_.expert_parallel_size,
+                count_parameters(model_->module().parameters()));
 }
 
 void FullFinetuneRecipe::setup_tokenizer() {

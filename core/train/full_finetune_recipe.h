@@ -88,6 +88,7 @@ class FullFinetuneRecipe {
   void setup_model();
   void apply_activation_checkpointing();
   void apply_tensor_parallel();
+  void apply_expert_parallel();
   void setup_tokenizer();
   void setup_optimizer();
   void setup_data();

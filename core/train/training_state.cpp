@@ -83,6 +83,7 @@ std::string manifest_json(const RecipeStateManifest& m) {
                {"gradient_accumulation_steps", p.gradient_accumulation_steps}};
   j["world_size"] = p.world_size;
   j["data_parallel_size"] = p.data_parallel_size;
+  j["expert_parallel_size"] = p.expert_parallel_size;
   j["lr_scheduler"] =
       p.lr_scheduler_last_epoch ? ordered_json{{"last_epoch", *p.lr_scheduler_last_epoch}} : ordered_json(nullptr);
   j["optimizer"] = {{"sharded", m.optimizer_sharded}, {"files", m.optimizer_files}};
@@ -128,6 +129,8 @@ RecipeStateManifest read_manifest(const std::string& path) {
   p.gradient_accumulation_steps = r.get<std::int64_t>(data, "gradient_accumulation_steps", "data");
   p.world_size = r.get<int>("world_size");
   p.data_parallel_size = r.get<int>("data_parallel_size");
+  // Checkpoints written before expert parallelism existed hold every expert on every rank.
+  p.expert_parallel_size = root.contains("expert_parallel_size") ? r.get<int>("expert_parallel_size") : 1;
   if (!root.contains("lr_scheduler"))
     throw ft::Error(path + ": missing key \"lr_scheduler\" (null without a scheduler)");
   if (!root.at("lr_scheduler").is_null())
@@ -158,7 +161,8 @@ std::vector<ParameterShape> parameter_shapes(ft::Model& model) {
 }
 
 void check_resumable(const RecipeStateManifest& m, const std::string& manifest_path,
-                     const std::vector<ParameterShape>& model, int world_size, int data_parallel_size) {
+                     const std::vector<ParameterShape>& model, int world_size, int data_parallel_size,
+                     int expert_parallel_size) {
   const std::string another = manifest_path + ": the checkpoint belongs to another model: ";
   std::map<std::string, const ParameterShape*> ours;
   for (const auto& p : model) ours[p.name] = &p;
@@ -181,6 +185,11 @@ void check_resumable(const RecipeStateManifest& m, const std::string& manifest_p
                     std::to_string(p.data_parallel_size) + " data-parallel ranks), this run has " +
                     std::to_string(world_size) + " (" + std::to_string(data_parallel_size) +
                     "); resume with the same number of ranks (--nproc-per-node)");
+  if (p.expert_parallel_size != expert_parallel_size)
+    throw ft::Error(manifest_path + ": written by a run with expert_parallel_dim = " +
+                    std::to_string(p.expert_parallel_size) + ", this run has " + std::to_string(expert_parallel_size) +
+                    " (each rank's optimizer state holds its share of the experts); resume with the same "
+                    "expert_parallel_dim");
 
   const fs::path dir = fs::path(manifest_path).parent_path().parent_path();
   for (const auto& [name, size] : m.file_sizes) {
@@ -209,6 +218,7 @@ TrainingProgress progress_at(const TrainingSettings& s, int world_size, int data
   p.gradient_accumulation_steps = s.gradient_accumulation_steps;
   p.world_size = world_size;
   p.data_parallel_size = data_parallel_size;
+  p.expert_parallel_size = s.expert_parallel_dim;
   p.lr_scheduler_last_epoch = lr_scheduler_last_epoch;
   return p;
 }

@@ -30,6 +30,7 @@ struct TrainingProgress {
   std::int64_t gradient_accumulation_steps = 1;
   int world_size = 1;
   int data_parallel_size = 1;
+  int expert_parallel_size = 1;                         // each rank's optimizer state holds its experts' moments only
   std::optional<std::int64_t> lr_scheduler_last_epoch;  // absent: no scheduler
 };
 
@@ -72,6 +73,7 @@ std::vector<ParameterShape> parameter_shapes(ft::Model& model);
 // (names or shapes differ) or by a run of another world size, or when one of its files is
 // missing or not the size the manifest records (truncated).
 void check_resumable(const RecipeStateManifest& manifest, const std::string& manifest_path,
-                     const std::vector<ParameterShape>& model, int world_size, int data_parallel_size);
+                     const std::vector<ParameterShape>& model, int world_size, int data_parallel_size,
+                     int expert_parallel_size);
 
 }  // namespace fthost

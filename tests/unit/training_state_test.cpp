@@ -36,6 +36,7 @@ RecipeStateManifest full_manifest() {
   p.gradient_accumulation_steps = 2;
   p.world_size = 4;
   p.data_parallel_size = 2;
+  p.expert_parallel_size = 2;
   p.lr_scheduler_last_epoch = 93;
   m.optimizer_sharded = true;
   m.optimizer_files = {fthost::optimizer_file_name(0, 4), fthost::optimizer_file_name(1, 4),
@@ -74,6 +75,7 @@ TEST(TrainingState, ManifestJsonHasTheDocumentedKeys) {
       (json{{"epoch", 2}, {"micro_batches_in_epoch", 26}, {"batch_size", 4}, {"gradient_accumulation_steps", 2}}));
   EXPECT_EQ(j.at("world_size"), 4);
   EXPECT_EQ(j.at("data_parallel_size"), 2);
+  EXPECT_EQ(j.at("expert_parallel_size"), 2);
   EXPECT_EQ(j.at("lr_scheduler").at("last_epoch"), 93);
   EXPECT_EQ(j.at("optimizer").at("sharded"), true);
   EXPECT_EQ(j.at("optimizer").at("files").size(), 4u);
@@ -99,6 +101,7 @@ TEST(TrainingState, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(q.gradient_accumulation_steps, p.gradient_accumulation_steps);
   EXPECT_EQ(q.world_size, p.world_size);
   EXPECT_EQ(q.data_parallel_size, p.data_parallel_size);
+  EXPECT_EQ(q.expert_parallel_size, p.expert_parallel_size);
   EXPECT_EQ(q.lr_scheduler_last_epoch, p.lr_scheduler_last_epoch);
   EXPECT_EQ(r.optimizer_sharded, m.optimizer_sharded);
   EXPECT_EQ(r.optimizer_files, m.optimizer_files);
@@ -179,9 +182,11 @@ class Resumable : public ::testing::Test {
     manifest_.file_sizes[name] = bytes.size();
   }
   std::vector<ParameterShape> model() const { return manifest_.model_parameters; }
-  std::string refusal(const std::vector<ParameterShape>& model, int world_size, int data_parallel_size) {
-    return error_of<ft::Error>(
-        [&] { fthost::check_resumable(manifest_, manifest_path_, model, world_size, data_parallel_size); });
+  std::string refusal(const std::vector<ParameterShape>& model, int world_size, int data_parallel_size,
+                      int expert_parallel_size = 2) {
+    return error_of<ft::Error>([&] {
+      fthost::check_resumable(manifest_, manifest_path_, model, world_size, data_parallel_size, expert_parallel_size);
+    });
   }
 
   fttest::TempDir dir_;
@@ -190,11 +195,11 @@ class Resumable : public ::testing::Test {
 };
 
 TEST_F(Resumable, TheSameModelAndRanksResume) {
-  EXPECT_NO_THROW(fthost::check_resumable(manifest_, manifest_path_, model(), 4, 2));
+  EXPECT_NO_THROW(fthost::check_resumable(manifest_, manifest_path_, model(), 4, 2, 2));
   // The order of the model's parameters does not matter, only names and shapes.
   const std::vector<ParameterShape> ours = model();
   const std::vector<ParameterShape> reversed(ours.rbegin(), ours.rend());
-  EXPECT_NO_THROW(fthost::check_resumable(manifest_, manifest_path_, reversed, 4, 2));
+  EXPECT_NO_THROW(fthost::check_resumable(manifest_, manifest_path_, reversed, 4, 2, 2));
 }
 
 TEST_F(Resumable, AnotherModelIsRefused) {
@@ -221,6 +226,25 @@ TEST_F(Resumable, AnotherWorldSizeOrDataParallelSizeIsRefused) {
   EXPECT_EQ(refusal(model(), 4, 4), manifest_path_ +
                                         ": written by a run of world size 4 (2 data-parallel ranks), this run has 4 "
                                         "(4); resume with the same number of ranks (--nproc-per-node)");
+}
+
+TEST_F(Resumable, AnotherExpertParallelSizeIsRefused) {
+  EXPECT_EQ(
+      refusal(model(), 4, 2, 1),
+      manifest_path_ +
+          ": written by a run with expert_parallel_dim = 2, this run has 1 (each rank's optimizer state holds its "
+          "share of the experts); resume with the same expert_parallel_dim");
+}
+
+TEST(TrainingState, AManifestWithoutExpertParallelSizeHeldEveryExpertOnEveryRank) {
+  fttest::TempDir dir;
+  RecipeStateManifest m = full_manifest();
+  m.progress.expert_parallel_size = 1;
+  std::string text = fthost::manifest_json(m);
+  const std::string field = "  \"expert_parallel_size\": 1,\n";
+  ASSERT_NE(text.find(field), std::string::npos);
+  text.erase(text.find(field), field.size());
+  EXPECT_EQ(fthost::read_manifest(write_manifest_file(dir.str(), text)).progress.expert_parallel_size, 1);
 }
 
 TEST_F(Resumable, MissingOrTruncatedFilesAreRefusedByName) {
