@@ -6,9 +6,13 @@
 // launch first finishes the buckets launched before it (wait, step, free), so at most the newest
 // bucket's reduced gradient is alive beside the layers autograd is still working on; release is
 // per bucket (one layer), not per parameter, since a bucket is one all-reduce.
+//
+// Under expert parallelism a layer's experts are a bucket of their own, all-reduced only over the
+// ranks holding the same experts.
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
+#include "same_experts_group.h"
 #include "whole_model_strategy.h"
 
 #include <ft/errors.h>
@@ -25,8 +29,9 @@ namespace {
 
 class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, public BackwardListener {
  public:
-  DataParallel(std::shared_ptr<ft::Collectives> world, std::shared_ptr<ft::Collectives> tensor_parallel)
-      : WholeModelStrategy(std::move(tensor_parallel)), world_(std::move(world)) {}
+  DataParallel(std::shared_ptr<ft::Collectives> world, ft::GroupFactory new_group,
+               std::shared_ptr<ft::Collectives> tensor_parallel)
+      : WholeModelStrategy(std::move(tensor_parallel)), world_(std::move(world)), new_group_(std::move(new_group)) {}
   ~DataParallel() override {
     if (sharding_) sharding_->set_unit_hooks(nullptr);
   }
@@ -37,11 +42,15 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
   std::vector<at::Tensor> parallelize(ft::Model& model) override {
     model_ = &model;
     groups_ = group_parameters(model);
-    at::NoGradGuard no_grad;
-    // Every rank starts from rank 0's weights, whatever it loaded or initialised.
-    for (auto& group : groups_)
-      for (auto& p : group.parameters) world_->broadcast(p, 0);
     const std::vector<at::Tensor>& params = adopt_parameters(model);
+    if (const auto& expert_parallel = norm().expert_parallel())
+      same_experts_ =
+          same_experts_group(new_group_, world_->rank(), world_->size(), world_->size(), expert_parallel->size());
+    at::NoGradGuard no_grad;
+    // Every rank starts from rank 0's weights (the experts: from the first rank holding them),
+    // whatever it loaded or initialised.
+    for (auto& group : groups_)
+      for (auto& p : group.parameters) group_of(p).broadcast(p, 0);
     trainable_indices_.clear();
     for (const auto& group : groups_) {
       std::vector<std::size_t> indices;
@@ -54,6 +63,8 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     if (sharding_) sharding_->set_unit_hooks(this);
     return params;
   }
+
+  bool handles_expert_parallel() const override { return true; }
 
   void begin_micro_batch(bool syncs_gradients) override {
     syncing_ = syncs_gradients;
@@ -87,17 +98,35 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
 
  private:
   struct Bucket {
-    std::size_t unit;
+    std::vector<at::Tensor> parameters;
+    std::vector<std::size_t> trainable_indices;  // theirs in params()
     at::Tensor flat;
     std::unique_ptr<ft::PendingCollective> work;
   };
 
+  ft::Collectives& group_of(const at::Tensor& parameter) const {
+    return same_experts_ && norm().is_expert_share(parameter) ? *same_experts_ : *world_;
+  }
+
+  // The unit's gradients go out in one bucket per group they are summed over.
   void launch(std::size_t unit) {
     if (launched_[unit]) return;
     launched_[unit] = true;
-    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> shared, experts;
+    std::vector<std::size_t> shared_indices, expert_indices;
     const auto& params = groups_[unit].parameters;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const bool expert = same_experts_ && norm().is_expert_share(params[i]);
+      (expert ? experts : shared).push_back(params[i]);
+      (expert ? expert_indices : shared_indices).push_back(trainable_indices_[unit][i]);
+    }
+    launch_bucket(std::move(shared), std::move(shared_indices), *world_);
+    if (!experts.empty()) launch_bucket(std::move(experts), std::move(expert_indices), *same_experts_);
+  }
+
+  void launch_bucket(std::vector<at::Tensor> params, std::vector<std::size_t> indices, ft::Collectives& group) {
     if (params.empty()) return;
+    at::NoGradGuard no_grad;
     at::Tensor flat = at::zeros({total_numel(params)}, params[0].options().requires_grad(false));
     std::int64_t offset = 0;
     for (auto p : params) {
@@ -105,8 +134,8 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
       p.mutable_grad() = at::Tensor();  // the bucket holds it now
       offset += p.numel();
     }
-    auto work = world_->all_reduce_sum_async(flat);
-    in_flight_.push_back({unit, flat, std::move(work)});
+    auto work = group.all_reduce_sum_async(flat);
+    in_flight_.push_back({std::move(params), std::move(indices), flat, std::move(work)});
     if (ready_) {
       for (std::size_t b = 0; b + 1 < in_flight_.size(); ++b) finish(in_flight_[b]);
       in_flight_.erase(in_flight_.begin(), in_flight_.end() - 1);
@@ -118,15 +147,18 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     bucket.work->wait();
     at::NoGradGuard no_grad;
     std::int64_t offset = 0;
-    for (auto p : groups_[bucket.unit].parameters) {
+    for (auto p : bucket.parameters) {
       p.mutable_grad() = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
       offset += p.numel();
     }
     if (ready_)
-      for (std::size_t index : trainable_indices_[bucket.unit]) ready_(index);
+      for (std::size_t index : bucket.trainable_indices) ready_(index);
   }
 
   std::shared_ptr<ft::Collectives> world_;
+  ft::GroupFactory new_group_;
+  // Expert parallelism: the ranks holding the same experts as this one; nullptr without it.
+  std::shared_ptr<ft::Collectives> same_experts_;
   ft::Model* model_ = nullptr;
   ft::ModelSharding* sharding_ = nullptr;  // the model's sharding role; nullptr: one unit
   std::vector<ParameterGroup> groups_;
@@ -144,7 +176,7 @@ void register_data_parallel(ft::Registry& reg) {
                            "data parallel: whole model per rank, gradients all-reduced per layer during backward",
                            [](const ft::ConfigNode& cfg, ft::Parallelism::Args args) {
                              if (!args.world) cfg.fail("_component_", "ddp needs the host's process group");
-                             return std::make_unique<DataParallel>(args.world, args.tensor_parallel);
+                             return std::make_unique<DataParallel>(args.world, args.new_group, args.tensor_parallel);
                            });
 }
 

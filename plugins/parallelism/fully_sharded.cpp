@@ -20,10 +20,15 @@
 //
 // With the optimizer in backward a unit's shard is stepped right after its reduce-scatter and its
 // gradient freed: no rank ever holds more than the units autograd is working on plus the root's.
+//
+// Under expert parallelism a unit's experts are a flat buffer of their own, sharded over the
+// ranks of the shard group holding the same experts (torchtitan's dp_shard_mod_ep), gathered and
+// reduced with the rest of the unit.
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
-#include "tensor_parallel_norm.h"
+#include "same_experts_group.h"
+#include "split_parameter_norm.h"
 
 #include <ft/config.h>
 #include <ft/errors.h>
@@ -37,32 +42,42 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 namespace ft_parallelism {
 
 namespace {
 
-struct ShardedUnit {
-  std::string name;
+// Parameters sharded together over one group: a unit's, or under expert parallelism a unit's
+// experts apart from the rest.
+struct ShardedBuffer {
   std::vector<at::Tensor> parameters;  // the model's live parameters: views into `full`
   std::int64_t numel = 0;
   std::int64_t shard_numel = 0;
-  at::Tensor full;   // [shard_numel * shard_size]; its storage exists only while gathered
-  at::Tensor shard;  // [shard_numel], this rank's slice: the tensor the optimizer steps
-  bool backward_needs_parameters = true;
-  bool used_after_layers = false;
-  bool gathered = false;                             // `full` has storage: the gather is done or `gathering`
+  at::Tensor full;                         // [shard_numel * shard_size]; its storage exists only while gathered
+  at::Tensor shard;                        // [shard_numel], this rank's slice: the tensor the optimizer steps
+  std::size_t shard_index = 0;             // in what parallelize() returned
+  std::shared_ptr<ft::Collectives> group;  // the ranks sharing `full`
   std::unique_ptr<ft::PendingCollective> gathering;  // a prefetch still in flight
-  bool gradients_pending = false;
-  // Tensor parallelism: where each parameter lies in `full` and whether it is a tensor-parallel
-  // slice, for the gradient norm.
+  // Tensor or expert parallelism: where each parameter lies in `full` and how the model split
+  // it, for the gradient norm.
   struct Segment {
     std::int64_t offset;
     std::int64_t numel;
-    bool tensor_parallel_slice;
+    Placement placement;
   };
   std::vector<Segment> segments;
+};
+
+struct ShardedUnit {
+  std::string name;
+  std::vector<ShardedBuffer> buffers;
+  bool backward_needs_parameters = true;
+  bool used_after_layers = false;
+  bool gathered = false;  // every buffer's `full` has storage: the gather is done or in flight
+  bool gradients_pending = false;
 };
 
 struct ShardingOptions {
@@ -81,6 +96,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
  public:
   FullySharded(const ft::Parallelism::Args& args, MeshShape mesh, ShardingOptions options, ft::ConfigNode cfg)
       : world_(args.world),
+        new_group_(args.new_group),
         tensor_parallel_(args.tensor_parallel),
         options_(std::move(options)),
         offload_(options_.cpu_offload && !args.device.is_cpu()),
@@ -108,9 +124,11 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   ~FullySharded() override {
     // A run that failed mid-step may leave a prefetch writing into a unit's buffer.
     for (auto& u : units_) {
-      try {
-        if (u.gathering) u.gathering->wait();
-      } catch (const std::exception&) {
+      for (auto& b : u.buffers) {
+        try {
+          if (b.gathering) b.gathering->wait();
+        } catch (const std::exception&) {
+        }
       }
     }
     if (sharding_) sharding_->set_unit_hooks(nullptr);
@@ -135,35 +153,35 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       cfg_.fail("custom_sharded_layers", e.what());
     }
     model_ = &model;
-    tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
+    norm_ = SplitParameterNorm(tensor_parallel_, model);
+    std::shared_ptr<ft::Collectives> same_experts;
+    if (const auto& expert_parallel = norm_.expert_parallel()) {
+      const int ep = expert_parallel->size();
+      if (mesh_.shard % ep != 0)
+        cfg_.fail("data_parallel_shard_dim", std::to_string(mesh_.shard) +
+                                                 " is not a multiple of expert_parallel_dim " + std::to_string(ep) +
+                                                 ": the experts are split within each shard group (its ranks "
+                                                 "holding the same experts shard them)");
+      same_experts = same_experts_group(new_group_, world_->rank(), world_->size(), mesh_.shard, ep);
+    }
     at::NoGradGuard no_grad;
-    const int n = shard_group_->size();
-    const int rank = shard_group_->rank();
     std::vector<at::Tensor> shards;
     for (auto& group : group_parameters(model)) {
       ShardedUnit u;
       u.name = group.name;
-      u.parameters = group.parameters;
       u.backward_needs_parameters = group.backward_needs_parameters;
       u.used_after_layers = group.used_after_layers;
-      u.numel = total_numel(u.parameters);
-      u.shard_numel = (u.numel + n - 1) / n;
-      if (u.parameters.empty()) continue;
-      const auto options = u.parameters[0].options().requires_grad(false);
-      u.full = at::zeros({u.shard_numel * n}, options);
-      std::int64_t offset = 0;
-      for (auto& p : u.parameters) {
-        if (tp_norm_.active()) u.segments.push_back({offset, p.numel(), tp_norm_.is_slice(p)});
-        u.full.narrow(0, offset, p.numel()).copy_(p.reshape({-1}));
-        p.set_data(u.full.narrow(0, offset, p.numel()).view(p.sizes()));
-        offset += p.numel();
+      std::vector<at::Tensor> shared, experts;
+      for (const auto& p : group.parameters) (same_experts && norm_.is_expert_share(p) ? experts : shared).push_back(p);
+      for (auto* parameters : {&shared, &experts}) {
+        if (parameters->empty()) continue;
+        const bool expert_buffer = parameters == &experts;
+        ShardedBuffer b = make_buffer(std::move(*parameters), expert_buffer ? same_experts : shard_group_);
+        b.shard_index = shards.size();
+        shards.push_back(b.shard);
+        u.buffers.push_back(std::move(b));
       }
-      // Every rank loaded the same weights; rank 0's copy is the reference.
-      world_->broadcast(u.full, 0);
-      at::Tensor slice = u.full.narrow(0, rank * u.shard_numel, u.shard_numel);
-      u.shard = (offload_ ? ft::compat::to_cpu_for_offload(slice) : slice.clone()).requires_grad_(true);
-      ft::compat::free_storage(u.full);
-      shards.push_back(u.shard);
+      if (u.buffers.empty()) continue;
       units_.push_back(std::move(u));
     }
     root_ = units_.size() - 1;  // group_parameters puts the root last
@@ -175,8 +193,10 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     if (sharding_) sharding_->set_unit_hooks(this);
     shards_ = shards;
     std::int64_t full_bytes = 0;
-    for (const auto& u : units_) full_bytes += u.numel * static_cast<std::int64_t>(u.shard.element_size());
-    ft::log::info("fsdp: {} units over {} shard ranks{}; this rank holds {} of {} parameter bytes", units_.size(), n,
+    for (const auto& u : units_)
+      for (const auto& b : u.buffers) full_bytes += b.numel * static_cast<std::int64_t>(b.shard.element_size());
+    ft::log::info("fsdp: {} units over {} shard ranks{}; this rank holds {} of {} parameter bytes", units_.size(),
+                  shard_group_->size(),
                   mesh_.replicate > 1 ? " x " + std::to_string(mesh_.replicate) + " replicas" : std::string(),
                   local_parameter_bytes(), full_bytes);
     return shards;
@@ -247,7 +267,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   void all_reduce_sum(at::Tensor& tensor) override { world_->all_reduce_sum(tensor); }
   void scale_gradients(double factor) override { ft::scale_gradients(shards_, factor); }
   double clip_grad_norm(double max_norm) override {
-    if (tp_norm_.active()) return clip_tensor_parallel_grad_norm(max_norm);
+    if (norm_.active()) return clip_split_grad_norm(max_norm);
     // Replicas hold identical shards: the norm is a sum over one shard group.
     at::Tensor squares = at::full({1}, ft::gradient_norm_squared(shards_), at::kDouble);
     shard_group_->all_reduce_sum(squares);
@@ -272,6 +292,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   bool shards_optimizer_state() const override { return true; }
+  bool handles_expert_parallel() const override { return true; }
 
   std::int64_t local_parameter_bytes() const override { return total_bytes(shards_); }
 
@@ -279,30 +300,72 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   void set_gradient_ready_callback(GradientReadyCallback ready) override { ready_ = std::move(ready); }
 
  private:
-  // Each shard's gradient split at its parameters' boundaries: the tensor-parallel slices' squares
-  // are summed over the tensor-parallel group, the replicated parameters' counted once.
-  double clip_tensor_parallel_grad_norm(double max_norm) {
+  // Each shard's gradient split at its parameters' boundaries, the squares summed by how the model
+  // split each parameter: over each buffer's shard group first (replicas hold identical shards),
+  // then as SplitParameterNorm sums them over the tensor- and expert-parallel groups.
+  double clip_split_grad_norm(double max_norm) {
     at::NoGradGuard no_grad;
-    const std::int64_t rank = shard_group_->rank();
-    std::vector<at::Tensor> slice_norms, replicated_norms;
+    std::map<ft::Collectives*, std::array<std::vector<at::Tensor>, 4>> norms_by_group;
     for (const auto& u : units_) {
-      if (!u.shard.grad().defined()) continue;
-      const at::Tensor grad = u.shard.grad();
-      const std::int64_t begin = rank * u.shard_numel, end = begin + u.shard_numel;
-      for (const auto& segment : u.segments) {
-        const std::int64_t lo = std::max(begin, segment.offset);
-        const std::int64_t hi = std::min(end, segment.offset + segment.numel);
-        if (lo >= hi) continue;
-        at::Tensor norm = at::linalg_vector_norm(grad.narrow(0, lo - begin, hi - lo), 2, {}, false, at::kFloat);
-        (segment.tensor_parallel_slice ? slice_norms : replicated_norms).push_back(norm);
+      for (const auto& b : u.buffers) {
+        auto& norms = norms_by_group[b.group.get()];
+        if (!b.shard.grad().defined()) continue;
+        const at::Tensor grad = b.shard.grad();
+        const std::int64_t begin = b.group->rank() * b.shard_numel, end = begin + b.shard_numel;
+        for (const auto& segment : b.segments) {
+          const std::int64_t lo = std::max(begin, segment.offset);
+          const std::int64_t hi = std::min(end, segment.offset + segment.numel);
+          if (lo >= hi) continue;
+          norms[static_cast<std::size_t>(segment.placement)].push_back(
+              at::linalg_vector_norm(grad.narrow(0, lo - begin, hi - lo), 2, {}, false, at::kFloat));
+        }
       }
     }
-    at::Tensor squares =
-        at::tensor({squared_sum_of_norms(slice_norms), squared_sum_of_norms(replicated_norms)}, at::kDouble);
-    shard_group_->all_reduce_sum(squares);  // replicas hold identical shards: one shard group
-    const double norm = std::sqrt(tp_norm_.total_squared({squares[0].item<double>(), squares[1].item<double>()}));
+    SplitParameterNorm::Squares total{};
+    // The shard group first, then the experts' group: the same order on every rank.
+    std::vector<ft::Collectives*> groups{shard_group_.get()};
+    for (const auto& entry : norms_by_group)
+      if (entry.first != shard_group_.get()) groups.push_back(entry.first);
+    for (ft::Collectives* group : groups) {
+      const SplitParameterNorm::Squares local = squares_by_placement(norms_by_group[group]);
+      at::Tensor squares = at::tensor(std::vector<double>(local.begin(), local.end()), at::kDouble);
+      group->all_reduce_sum(squares);
+      for (std::size_t i = 0; i < total.size(); ++i) total[i] += squares[static_cast<std::int64_t>(i)].item<double>();
+    }
+    const double norm = std::sqrt(norm_.total_squared(total));
     ft::clip_gradients(shards_, norm, max_norm);
     return norm;
+  }
+
+  // `parameters` become views of one flat buffer sharded over `group`; this rank keeps its slice.
+  ShardedBuffer make_buffer(std::vector<at::Tensor> parameters, std::shared_ptr<ft::Collectives> group) {
+    ShardedBuffer b;
+    b.parameters = std::move(parameters);
+    b.group = std::move(group);
+    const int n = b.group->size();
+    b.numel = total_numel(b.parameters);
+    b.shard_numel = (b.numel + n - 1) / n;
+    const auto options = b.parameters[0].options().requires_grad(false);
+    b.full = at::zeros({b.shard_numel * n}, options);
+    std::int64_t offset = 0;
+    for (auto& p : b.parameters) {
+      if (norm_.active()) b.segments.push_back({offset, p.numel(), norm_.placement_of(p)});
+      b.full.narrow(0, offset, p.numel()).copy_(p.reshape({-1}));
+      p.set_data(b.full.narrow(0, offset, p.numel()).view(p.sizes()));
+      offset += p.numel();
+    }
+    // Every rank loaded the same weights; rank 0's copy is the reference (for experts, the first
+    // rank holding the same ones).
+    if (b.group == shard_group_) {
+      world_->broadcast(b.full, 0);
+    } else {
+      b.group->broadcast(b.full, 0);
+      if (replicate_group_) replicate_group_->broadcast(b.full, 0);
+    }
+    at::Tensor slice = b.full.narrow(0, b.group->rank() * b.shard_numel, b.shard_numel);
+    b.shard = (offload_ ? ft::compat::to_cpu_for_offload(slice) : slice.clone()).requires_grad_(true);
+    ft::compat::free_storage(b.full);
+    return b;
   }
 
   // The unit's full parameters, ready to compute with.
@@ -318,30 +381,35 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   void start_gather(std::size_t index) {
     ShardedUnit& u = units_[index];
     if (u.gathered) return;
-    const auto bytes = static_cast<std::size_t>(u.full.numel()) * u.full.element_size();
-    ft::compat::allocate_storage(u.full, bytes);
-    // Written through an alias with its own version counter: autograd has saved these
-    // parameters for backward and must not see the refill as an in-place modification.
-    at::Tensor alias = at::from_blob(u.full.data_ptr(), {u.full.numel()}, u.full.options());
-    at::Tensor local = u.shard.detach();
-    if (offload_) local = local.to(u.full.device(), /*non_blocking=*/true);
-    u.gathering = shard_group_->all_gather_async(alias, local);
     u.gathered = true;
-    gathered_bytes_ += static_cast<std::int64_t>(bytes);
+    for (auto& b : u.buffers) {
+      const auto bytes = static_cast<std::size_t>(b.full.numel()) * b.full.element_size();
+      ft::compat::allocate_storage(b.full, bytes);
+      // Written through an alias with its own version counter: autograd has saved these
+      // parameters for backward and must not see the refill as an in-place modification.
+      at::Tensor alias = at::from_blob(b.full.data_ptr(), {b.full.numel()}, b.full.options());
+      at::Tensor local = b.shard.detach();
+      if (offload_) local = local.to(b.full.device(), /*non_blocking=*/true);
+      b.gathering = b.group->all_gather_async(alias, local);
+      gathered_bytes_ += static_cast<std::int64_t>(bytes);
+    }
     if (counting_peak_) peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
   }
 
   void finish_gather(std::size_t index) {
-    if (auto pending = std::move(units_[index].gathering)) pending->wait();
+    for (auto& b : units_[index].buffers)
+      if (auto pending = std::move(b.gathering)) pending->wait();
   }
 
   void reshard(std::size_t index) {
     ShardedUnit& u = units_[index];
     if (!u.gathered) return;
     finish_gather(index);  // the transfer writes into the storage about to be freed
-    ft::compat::free_storage(u.full);
+    for (auto& b : u.buffers) {
+      ft::compat::free_storage(b.full);
+      gathered_bytes_ -= b.full.numel() * static_cast<std::int64_t>(b.full.element_size());
+    }
     u.gathered = false;
-    gathered_bytes_ -= u.full.numel() * static_cast<std::int64_t>(u.full.element_size());
   }
 
   // Starts the reduce-scatter of a unit's gradients; it runs while autograd works on the units
@@ -349,22 +417,27 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   // buffers are alive at once.
   void reduce_gradients(std::size_t index) {
     ShardedUnit& u = units_[index];
-    at::NoGradGuard no_grad;
-    at::Tensor flat = at::zeros({u.full.numel()}, u.full.options().requires_grad(false));
-    std::int64_t offset = 0;
-    for (auto& p : u.parameters) {
-      // A rank no gradient reached still takes part: the others may have one.
-      if (p.grad().defined()) {
-        flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
-        p.mutable_grad() = at::Tensor();
-      }
-      offset += p.numel();
-    }
     u.gradients_pending = false;
-    at::Tensor local = at::empty({u.shard_numel}, flat.options());
-    auto work = shard_group_->reduce_scatter_sum_async(local, flat);
+    at::NoGradGuard no_grad;
+    std::vector<Reduction> started;
+    for (std::size_t i = 0; i < u.buffers.size(); ++i) {
+      ShardedBuffer& b = u.buffers[i];
+      at::Tensor flat = at::zeros({b.full.numel()}, b.full.options().requires_grad(false));
+      std::int64_t offset = 0;
+      for (auto& p : b.parameters) {
+        // A rank no gradient reached still takes part: the others may have one.
+        if (p.grad().defined()) {
+          flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
+          p.mutable_grad() = at::Tensor();
+        }
+        offset += p.numel();
+      }
+      at::Tensor local = at::empty({b.shard_numel}, flat.options());
+      auto work = b.group->reduce_scatter_sum_async(local, flat);
+      started.push_back({index, i, local, std::move(work)});
+    }
     finish_reductions();
-    reducing_.push_back({index, local, std::move(work)});
+    for (auto& reduction : started) reducing_.push_back(std::move(reduction));
   }
 
   void finish_reductions() {
@@ -374,27 +447,29 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       at::Tensor local = reduction.local;
       if (replicate_group_) replicate_group_->all_reduce_sum(local);
       if (offload_) local = local.to(at::kCPU);
-      ShardedUnit& u = units_[reduction.unit];
-      if (u.shard.grad().defined()) {
-        u.shard.mutable_grad().add_(local);
+      ShardedBuffer& b = units_[reduction.unit].buffers[reduction.buffer];
+      if (b.shard.grad().defined()) {
+        b.shard.mutable_grad().add_(local);
       } else {
-        u.shard.mutable_grad() = local;
+        b.shard.mutable_grad() = local;
       }
-      if (ready_) ready_(reduction.unit);
+      if (ready_) ready_(b.shard_index);
     }
     reducing_.clear();
   }
 
   struct Reduction {
     std::size_t unit;
+    std::size_t buffer;
     at::Tensor local;  // this rank's slice of the sum, once `work` is done
     std::unique_ptr<ft::PendingCollective> work;
   };
   std::vector<Reduction> reducing_;
 
   std::shared_ptr<ft::Collectives> world_;
+  ft::GroupFactory new_group_;
   std::shared_ptr<ft::Collectives> tensor_parallel_;
-  TensorParallelNorm tp_norm_;
+  SplitParameterNorm norm_;
   std::shared_ptr<ft::Collectives> shard_group_;
   std::shared_ptr<ft::Collectives> replicate_group_;
   ShardingOptions options_;

@@ -11,8 +11,8 @@ namespace ft_parallelism {
 void WholeModelStrategy::scale_gradients(double factor) { ft::scale_gradients(params_, factor); }
 
 double WholeModelStrategy::clip_grad_norm(double max_norm) {
-  if (!tp_norm_.active()) return ft::clip_grad_norm(params_, max_norm);
-  const double norm = std::sqrt(tp_norm_.total_squared(tp_norm_.squares_of(params_)));
+  if (!norm_.active()) return ft::clip_grad_norm(params_, max_norm);
+  const double norm = std::sqrt(norm_.total_squared(norm_.squares_of(params_)));
   ft::clip_gradients(params_, norm, max_norm);
   return norm;
 }
@@ -21,7 +21,7 @@ std::int64_t WholeModelStrategy::local_parameter_bytes() const { return total_by
 
 const std::vector<at::Tensor>& WholeModelStrategy::adopt_parameters(ft::Model& model) {
   params_ = model.module().parameters();
-  tp_norm_ = TensorParallelNorm(tensor_parallel_, model);
+  norm_ = SplitParameterNorm(tensor_parallel_, model);
   return params_;
 }
 
