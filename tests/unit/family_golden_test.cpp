@@ -8,6 +8,7 @@
 #include "test_helpers.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -67,6 +68,10 @@ TEST_P(FamilyLayout, TwoRanksMatchTheReference) {
   const auto r = fttest::run_fthost("--nproc-per-node 2 --config " + config + " " + c.overrides);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_matches_golden(c.golden, out, r.output);
+  if (c.overrides.find("expert_parallel_dim=2") != std::string::npos) {
+    EXPECT_NE(r.output.find("expert parallelism: 4 experts per layer over 2 ranks, 2 on each"), std::string::npos)
+        << r.output;
+  }
 }
 
 const std::string kTp2 = "tensor_parallel_dim=2 tensor_parallel_plan._component_=";
@@ -97,10 +102,87 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, ""},
         LayoutCase{"tp2_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 0, 0, kTp2 + "fthost.models.qwen3_moe.tp_plan"},
         LayoutCase{"tp2_llama4_conditional_linear", "llama4_conditional_text", kLinear, 0, 0,
-                   kTp2 + "torchtune.models.llama4.decoder_only_tp_plan"}),
+                   kTp2 + "torchtune.models.llama4.decoder_only_tp_plan"},
+        // Expert parallelism: each rank holds half of every layer's experts; the same numbers.
+        LayoutCase{"ep2_fsdp_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 2, 1, "expert_parallel_dim=2"},
+        LayoutCase{"ep2_ddp_mixtral_linear", "mixtral_ga2_clip", kLinear, 2, 1,
+                   "expert_parallel_dim=2 parallelism._component_=fthost.parallelism.ddp"},
+        LayoutCase{"ep2_fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, "expert_parallel_dim=2"}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // A saved Phi-3 checkpoint fuses q/k/v and gate/up again, as Hugging Face stores them.
+// Four ranks, the experts split over pairs of them: each expert is held by two ranks, which shard
+// it (FSDP) or all-reduce its gradient (DDP) between them; or, as tensor_parallel_dim 2 x
+// expert_parallel_dim 2, an expert's hidden features split as well.
+class FourRankExpertLayout : public ::testing::TestWithParam<LayoutCase> {};
+
+TEST_P(FourRankExpertLayout, MatchesTheReference) {
+  const LayoutCase& c = GetParam();
+  const std::string out = fttest::temp_dir();
+  const std::string config =
+      fttest::write_temp("run.toml", config_for(c.golden, c.loss, out, c.batch_size, c.grad_accum));
+  const auto r = fttest::run_fthost("--nproc-per-node 4 --config " + config + " expert_parallel_dim=2 " + c.overrides);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_matches_golden(c.golden, out, r.output);
+  EXPECT_NE(r.output.find("expert parallelism: 4 experts per layer over 2 ranks"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FourRankExpertLayout,
+                         ::testing::Values(LayoutCase{"fsdp_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 1, 1, ""},
+                                           LayoutCase{"ddp_mixtral", "mixtral_ga2_clip", kChunked, 1, 1,
+                                                      "parallelism._component_=fthost.parallelism.ddp"},
+                                           LayoutCase{"tp2_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 2, 1,
+                                                      kTp2 + "fthost.models.qwen3_moe.tp_plan"}),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+// Each rank's optimizer state holds its own experts' moments: every rank's is saved, and a run
+// resumed mid-epoch ends with the uninterrupted run's weights, bit for bit; resuming with another
+// expert_parallel_dim is refused.
+TEST(FamilyLayouts, ExpertParallelRunResumesMidEpochBitwise) {
+  const std::string ep2 = " --nproc-per-node 2 expert_parallel_dim=2";
+  const std::string full = fttest::temp_dir();
+  const auto a = fttest::run_fthost(
+      "--config " + fttest::write_temp("run.toml", config_for("qwen3_moe_ga2_clip", kChunked, full, 2, 1)) + ep2 +
+      " save_every_n_steps=4");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  expect_matches_golden("qwen3_moe_ga2_clip", full, a.output);
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_TRUE(std::filesystem::exists(full + "/step_4/recipe_state/optimizer-rank-0000" + std::to_string(rank) +
+                                        "-of-00002.safetensors"));
+
+  const std::string resumed = fttest::temp_dir();
+  const std::string resumed_config =
+      fttest::write_temp("run.toml", config_for("qwen3_moe_ga2_clip", kChunked, resumed, 2, 1));
+  const auto b = fttest::run_fthost("--config " + resumed_config + ep2 + " resume_from_checkpoint=" + full + "/step_4");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_TRUE(fttest::read_file(resumed + "/epoch_0/model.safetensors") ==
+              fttest::read_file(full + "/epoch_0/model.safetensors"));
+
+  const auto c = fttest::run_fthost("--config " + resumed_config +
+                                    " --nproc-per-node 2 resume_from_checkpoint=" + full + "/step_4");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("written by a run with expert_parallel_dim = 2, this run has 1"), std::string::npos)
+      << c.output;
+}
+
+TEST(FamilyLayouts, ExpertParallelismRefusesWhatItCannotSplit) {
+  auto refused = [](const std::string& golden, const std::string& ranks, const std::string& overrides,
+                    const std::string& expected) {
+    const std::string out = fttest::temp_dir();
+    const std::string config = fttest::write_temp("run.toml", config_for(golden, kChunked, out, 1, 1));
+    const auto r = fttest::run_fthost("--nproc-per-node " + ranks + " --config " + config + " " + overrides);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  };
+  // 4 experts per layer.
+  refused("qwen3_moe_ga2_clip", "3", "expert_parallel_dim=3",
+          "expert_parallel_dim: 3 does not divide the model's 4 experts per layer");
+  refused("qwen3_moe_ga2_clip", "2", "expert_parallel_dim=4",
+          "expert_parallel_dim: 4 does not divide the 2 data-parallel ranks of this run");
+  refused("qwen3_tied_ga2_clip", "2", "expert_parallel_dim=2",
+          "expert_parallel_dim: 2: the model has no mixture-of-experts layer");
+}
+
 TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {
   const std::string out = fttest::temp_dir();
   const auto r = fttest::run_fthost("--config " +
