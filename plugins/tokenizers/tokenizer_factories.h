@@ -38,6 +38,10 @@ std::unique_ptr<ft::Tokenizer> make_phi3_mini_tokenizer(const std::string& path,
                                                         Truncation truncation,
                                                         std::optional<std::vector<AddedToken>> special_tokens,
                                                         const std::string& special_tokens_path);
+// torchtune's llama4_transform without images: Meta's tiktoken tokenizer.model, right truncation.
+std::unique_ptr<ft::Tokenizer> make_llama4_tokenizer(const std::string& path, std::int64_t max_seq_len,
+                                                     std::optional<std::vector<AddedToken>> special_tokens,
+                                                     const std::string& special_tokens_path);
 std::unique_ptr<ft::Tokenizer> make_phi4_tokenizer(const std::string& vocab_path, const std::string& merges_path,
                                                    std::int64_t max_seq_len, Truncation truncation,
                                                    std::optional<std::vector<AddedToken>> special_tokens);

@@ -1,4 +1,4 @@
-// Plugin ft_tokenizers: torchtune's model tokenizers (Llama 2 and 3, Qwen 2, 2.5 and 3, Mistral,
+// Plugin ft_tokenizers: torchtune's model tokenizers (Llama 2, 3 and 4, Qwen 2, 2.5 and 3, Mistral,
 // Gemma, Phi-3 mini, Phi-4) over Hugging Face tokenizer.json, tiktoken, vocab.json + merges.txt and
 // SentencePiece files.
 #include <ft/config.h>
@@ -66,6 +66,12 @@ ft_tok::PromptTemplate prompt_template(const ft::ConfigNode& cfg) {
   }
 }
 
+// A key torchtune's builder takes only for images: checked so a bad value fails at start-up.
+void check_positive(const ft::ConfigNode& cfg, const char* key) {
+  const auto n = cfg.get<std::int64_t>(key);
+  if (n <= 0) cfg.fail(key, "must be a positive integer, got " + std::to_string(n));
+}
+
 std::string toml_string(const std::string& s) { return "\"" + s + "\""; }
 
 const char* const kTemplateHelp = "Llama2ChatTemplate, MistralChatTemplate (torchtune's class paths) or \"\" for none";
@@ -82,6 +88,32 @@ void register_components(ft::Registry& reg) {
                              refuse_prompt_template(cfg);
                              return ft_tok::make_llama3_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
                                                                   truncation(cfg), special_tokens(cfg));
+                           });
+  }
+  {
+    // torchtune's llama4_transform takes no truncation_type (it always keeps the start).
+    ft::Schema s;
+    s.required("path", ValueType::String, "Meta's Llama 4 tiktoken tokenizer.model")
+        .optional("max_seq_len", ValueType::Int, "",
+                  "truncate tokenized conversations to this many tokens; packed datasets' pack length. Left out "
+                  "(or null in YAML): no truncation; torchtune's builder means 8192 when the key is left out")
+        .optional("image_size", ValueType::Int, "336",
+                  "tile size of image inputs, which come with vision support: the datasets here carry text only, "
+                  "so it is only checked to be positive")
+        .optional("max_num_tiles", ValueType::Int, "16",
+                  "tiles per image input, which come with vision support: the datasets here carry text only, so it "
+                  "is only checked to be positive")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Llama 4's special tokens")
+        .optional("prompt_template", ValueType::String, "", "not supported: Llama 4's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.llama4.llama4_transform", std::move(s),
+                           "Llama 4 tiktoken tokenizer with the Llama 4 chat format (text; no image inputs)",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             check_positive(cfg, "image_size");
+                             check_positive(cfg, "max_num_tiles");
+                             return ft_tok::make_llama4_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
+                                                                  special_tokens(cfg), special_tokens_path(cfg));
                            });
   }
   {

@@ -1,4 +1,4 @@
-"""Expected ids for the published tokenizers of Gemma, Mistral, Phi-3 mini, Phi-4 and Qwen 3.
+"""Expected ids for the published tokenizers of Gemma, Mistral, Phi-3 mini, Phi-4, Qwen 3 and Llama 4.
 
   python generate_expected.py --out DIR --fixtures FT_FIXTURES
 
@@ -13,15 +13,20 @@ writes:
                       BOS and EOS, the number of texts and conversations, and what the reference was
 The references: SentencePiece itself (Google's `sentencepiece`, which torchtune calls) for the
 tokenizer.model files, Hugging Face `tokenizers` for the byte-level BPE files, cross-checked against
-torchtune's and tiktoken's ids; chat formats from torchtune 0.6.1's own tokenize_messages.
+torchtune's and tiktoken's ids; chat formats from torchtune 0.6.1's own tokenize_messages. Llama 4
+(not in torchtune 0.6.1): Meta's own Tokenizer and ChatFormat from llama-models, in torchtune's
+framing (BOS, masks, EOS, truncation); its chat.jsonl turns also carry "eot", the end token Meta
+gives each message.
 """
 
 import argparse
+import base64
 import json
 import os
 import sys
 
 import corpus
+import meta_llama4
 import torchtune_tokenizers
 
 # torchtune main's QWEN3_SPECIAL_TOKENS (torchtune/models/qwen3/_tokenizer.py): Qwen 2.5's and four
@@ -35,6 +40,64 @@ FAMILY_TEXTS = {
     "qwen3": ["<think>\nLet me see.\n</think>\n\nIt is 4.", "<|im_start|>user\nhi<|im_end|>", "a<tool_call>b</tool_call>"],
     "phi4": ["<|im_start|>user<|im_sep|>hi<|im_end|>", "end<|endoftext|>", "<|dummy_85|>"],
 }
+
+
+# Where Llama 4's pre-tokenizer parts from Llama 3's (cl100k): words split where lower case turns
+# to upper, contractions kept on their word in any case, "/" kept on the punctuation before it, and
+# letters with marks, titlecase and modifier letters; digits, CJK, emoji and whitespace runs; and
+# special-token text, which Meta's tokenizer (like torchtune's) encodes as ordinary text.
+LLAMA4_TEXTS = [
+    "HelloWorld",
+    "getHTTPResponseCode parseXMLString iPhone McDonald's",
+    "camelCase PascalCase snake_case SCREAMING_CASE kebab-case",
+    "I'M HERE. YOU'RE RIGHT, WE'LL SEE; THEY'VE GONE AND HE'D KNOW IT'S",
+    "I'm sure they'LL come, it'S fine, O'NEIL's DON'T",
+    "path/to/file.txt and /usr/local/bin/ and a//b and https://example.com/a/b/",
+    "end.\n/start ?/ !!//",
+    "1 22 333 4444 55555 666666 7777777 x1y22z333 3.14159265358979",
+    "\u0663\u0664\u0665 \u0661\u0662\u0663\u0664 \u2160\u2161\u2162 \u00bd \u00b2\u00b3",
+    "\u6f22\u5b57\u304b\u306a\u30ab\u30ca\ud55c\uae00 ABC\u6f22\u5b57def \u6771\u4eac2024\u5e74",
+    "e\u0301cole cafe\u0301 \u0301alone na\u0308ive",
+    "\u01c5emal \u01c8ubljana \u02b0\u02b2 \u1d2c\u1d2e",
+    "\U0001F44D\U0001F3FD\U0001F468\u200d\U0001F469\u200d\U0001F467 \U0001F1EB\U0001F1F7 \u2764\ufe0f x\U0001F600y",
+    "a\u3000\u3000b \u00a0c\u2009d\u202fe",
+    "  \n\n  \t\t x \r\n\r\n\ty   ",
+    "<|begin_of_text|>",
+    "<|header_start|>user<|header_end|>\n\nhi<|eot|>",
+    "<|eom|><|python_start|>print(1)<|python_end|><|step|>",
+    "<|image_start|><|image|><|patch|><|tile_x_separator|><|image_end|>",
+    "<|finetune_right_pad|> <|reserved_special_token_0|> <|text_post_train_reserved_special_token_6|>",
+    "<|reasoning_thinking_start|>hmm<|reasoning_thinking_end|><|end_of_text|>",
+]
+
+
+def llama4_long_texts():
+    """Texts whose ids change where Meta's encode cuts them: at a run of more than 25,000 whitespace
+    or non-whitespace characters, and at 400,000 characters. Each cut falls inside a regex piece."""
+    return [
+        "aB" * 12501,  # pieces "a", "Ba", ...: the cut at 25,000 splits a "Ba"
+        "1234" * 6251,  # digits in threes from the start: the cut at 25,000 splits a group
+        "x" + " " * 25003 + "y",  # a run of spaces, cut after 25,000 of them
+        "x" + "\u00a0" * 25003 + "y",  # no-break spaces: whitespace to Meta's cut, counted in characters
+        "x" + "\u3000" * 24999 + "   y",  # ideographic spaces then ASCII ones: one run of 25,002
+        "ab " * 133334,  # words of three characters: the cut at 400,000 splits " ab"
+    ]
+
+
+# Conversations only Llama 4's chat format treats apart: an OpenAI-style "tool" message (header
+# "ipython" in Meta's format) and whitespace around a system prompt (not stripped).
+LLAMA4_CONVERSATIONS = [
+    corpus.Conversation(
+        "tool_role",
+        [
+            corpus.Turn("system", "  You can call tools.\n", masked=True),
+            corpus.Turn("user", "What is 6 times 7?", masked=True),
+            corpus.Turn("assistant", '{"name": "multiply", "parameters": {"a": 6, "b": 7}}', ipython=True),
+            corpus.Turn("tool", '{"result": 42}', masked=True),
+            corpus.Turn("assistant", "6 times 7 is 42.\n"),
+        ],
+    ),
+]
 
 
 def write_jsonl(path, rows):
@@ -288,6 +351,98 @@ def qwen3_family(tt, fixtures, out_dir, texts, conversations):
     }
 
 
+def llama4_family(tt, out_dir, texts, conversations):
+    import tiktoken
+
+    tok, chat_format, datatypes = meta_llama4.load(os.path.join(out_dir, "tokenizer.model"))
+
+    # Cross-check: tiktoken with Meta's pattern and special tokens on the whole text. It must agree
+    # with Meta's encode except on the texts Meta cuts first (llama4_long_texts).
+    ranks = {}
+    with open(os.path.join(out_dir, "tokenizer.model"), encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    whole = tiktoken.Encoding(
+        "llama4", pat_str=tok.O200K_PATTERN, mergeable_ranks=ranks, special_tokens=tok.special_tokens
+    )
+    long_texts = llama4_long_texts()
+    rows = []
+    for text in texts + LLAMA4_TEXTS + long_texts:
+        ids = tok.encode(text, bos=False, eos=False)
+        cut_changes_ids = whole.encode(text, disallowed_special=()) != ids
+        if cut_changes_ids != (text in long_texts):
+            raise SystemExit(f"tokenizer fixtures: llama4: tiktoken and Meta's encode disagree on {text[:60]!r}")
+        rows.append({"text": text, "ids": ids, "decoded": tok.decode(ids)})
+    write_jsonl(os.path.join(out_dir, "expected_ids.jsonl"), rows)
+
+    raw_message = datatypes.RawMessage
+    stop = datatypes.StopReason
+
+    def meta_message(turn):
+        # Meta's roles: a tool result is "tool" (its header says "ipython"); an assistant message
+        # that calls a tool ends the message, not the turn.
+        role = "tool" if turn.role in ("ipython", "tool") else turn.role
+        reason = stop.end_of_message if role == "assistant" and turn.ipython else stop.end_of_turn
+        return raw_message(role=role, content=turn.content, stop_reason=reason)
+
+    truncate = tt.data.truncate
+    chats = []
+    for c in conversations + LLAMA4_CONVERSATIONS:
+        encoded = [chat_format.encode_message(meta_message(t), datatypes.ToolPromptFormat.json)[0] for t in c.turns]
+        ends = [e[-1] for e in encoded]
+        if any(end not in (tok.eot_id, tok.eom_id) for end in ends):
+            raise SystemExit(f"tokenizer fixtures: llama4: {c.name}: a message does not end in <|eot|> or <|eom|>")
+        # torchtune's framing: BOS, each message with its mask, the last one open without end
+        # tokens, a stop once max_seq_len is reached, then EOS, and truncation keeping EOS last.
+        tokens, mask = [tok.bos_id], [True]
+        for i, (t, e) in enumerate(zip(c.turns, encoded)):
+            if i == len(c.turns) - 1 and not c.add_end_tokens:
+                e = e[:-1]
+            tokens += e
+            mask += [t.masked] * len(e)
+            if c.max_seq_len and len(tokens) >= c.max_seq_len:
+                break
+        if c.add_end_tokens:
+            tokens.append(tok.eos_id)
+            mask.append(True)
+        if c.max_seq_len:
+            tokens = truncate(tokens, c.max_seq_len, tok.eos_id if c.add_end_tokens else None)
+            mask = truncate(mask, c.max_seq_len, True if c.add_end_tokens else None)
+        row = {
+            "name": c.name,
+            "turns": [{**t.to_json(), "eot": end == tok.eot_id} for t, end in zip(c.turns, ends)],
+            "add_end_tokens": c.add_end_tokens,
+            "max_seq_len": c.max_seq_len,
+            "prompt_template": None,
+            "tokens": tokens,
+            "mask": mask,
+        }
+        if not c.max_seq_len:
+            row["decoded"] = tok.decode(tokens)
+        chats.append(row)
+    write_jsonl(os.path.join(out_dir, "chat.jsonl"), chats)
+    return {
+        "bos_id": tok.bos_id,
+        "eos_id": tok.eos_id,
+        "pad_id": tok.pad_id,
+        "vocab_size": tok.n_words,
+        "stop_tokens": list(tok.stop_tokens),
+        "encode_with_bos_eos": {"text": "Hello world", "ids": tok.encode("Hello world", bos=True, eos=True)},
+        "special_tokens": tok.special_tokens,
+        "eot_id": tok.eot_id,
+        "eom_id": tok.eom_id,
+        "texts": len(rows),
+        "long_texts": len(long_texts),
+        "conversations": len(chats),
+        "reference": "Meta's llama_models.llama4 Tokenizer (tiktoken "
+        f"{tiktoken.__version__}, its O200K_PATTERN and special tokens) for the texts, equal to tiktoken on the "
+        "whole text except where Meta's encode cuts long runs; chats: Meta's ChatFormat.encode_message per "
+        "message in torchtune's framing",
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -333,6 +488,7 @@ def main() -> int:
     )
     metas["phi4"] = phi4_family(tt, d("phi4"), texts, conversations)
     metas["qwen3"] = qwen3_family(tt, args.fixtures, d("qwen3"), texts, conversations)
+    metas["llama4"] = llama4_family(tt, d("llama4"), texts, conversations)
     for family, meta in metas.items():
         with open(os.path.join(d(family), "meta.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f, ensure_ascii=False, indent=1)

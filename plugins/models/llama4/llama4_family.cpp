@@ -235,7 +235,13 @@ void register_components(ft::Registry& reg) {
                         {"Llama4ForCausalLM", "Llama4ForConditionalGeneration"},
                         {"LLAMA4"},
                         "fthost.models.llama4.from_hf_config",
-                        {}});
+                        // Meta's tiktoken file, which the published directories carry beside tokenizer.json.
+                        [](const ft::ModelDirectory& dir) -> std::optional<ft::TokenizerChoice> {
+                          if (dir.hf_model_type != "llama4" && dir.hf_model_type != "llama4_text") return std::nullopt;
+                          if (!dir.has_file("tokenizer.model")) return std::nullopt;
+                          return ft::TokenizerChoice{"torchtune.models.llama4.llama4_transform",
+                                                     dir.file("tokenizer.model"), "path", ""};
+                        }});
 }
 
 }  // namespace
