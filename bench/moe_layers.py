@@ -4,6 +4,7 @@ Qwen3MoeForCausalLM and torchtune's MoE layer. Not a test: prints medians and ra
 
   python3 bench/moe_layers.py [--repeats 3] [--layers 2] [--experts 32] [--seq-len 512]
       [--steps 6] [--threads 2] [--smoke] [--torchtune-src DIR] [--only fthost,transformers,torchtune]
+      [--expert-parallel]
 
 The model: Qwen3-30B-A3B's layer shape (hidden 2048, 32 query heads and 4 key/value heads of
 128, experts of width 768, 8 experts per token with the top-k weights renormalised, every layer
@@ -44,6 +45,13 @@ torch.set_num_threads / fthost's num_threads):
   ('"histogram_cpu" not implemented for 'Long''): as published, its MoE layer does not run on a
   CPU.
 
+--expert-parallel runs fthost alone on 2 ranks instead (launched with --nproc-per-node 2, FSDP,
+the --threads shared between the ranks, one sample per rank and step): every expert on each rank
+(`fthost-2ranks`) against `expert_parallel_dim = 2` (`fthost-2ranks-ep2`: each rank holds half of
+every layer's experts and the tokens reach them by all-to-all over Gloo), interleaved, with the
+ratio of their tokens/s per rank and of rank 0's peak RSS. Their first losses agree (same weights,
+same data).
+
 For the Python columns tokens/s is measured as fthost logs it: the step's targets (seq - 1)
 over the wall time from taking the sample to the loss read back after the optimizer step;
 per run the median over the steps after the first (warm-up); printed is the median over
@@ -66,7 +74,10 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FTHOST = ROOT / "build" / "bin" / "fthost"
 SYSTEM_PYTHON = str(ROOT / ".venv" / "bin" / "python")  # torch, transformers and torchtune 0.6.1
-IMPLS = ["fthost", "transformers", "torchtune"]
+IMPLS = ["fthost", "transformers", "torchtune", "fthost-2ranks", "fthost-2ranks-ep2"]
+DEFAULT_IMPLS = IMPLS[:3]
+# Two ranks on this machine: FSDP with every expert on each rank against expert_parallel_dim = 2.
+TWO_RANK_RUNS = {"fthost-2ranks": [], "fthost-2ranks-ep2": ["expert_parallel_dim=2"]}
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-5, (0.9, 0.999), 1e-8, 0.01
 ROPE_THETA, NORM_EPS, INIT_STD = 1e6, 1e-6, 0.02
 RUN_TIMEOUT_S = 3 * 3600
@@ -260,15 +271,20 @@ output_fmt = "jsonl"
 """
 
 
-def run_fthost(work: pathlib.Path, model_dir: pathlib.Path, data: pathlib.Path, steps: int, threads: int) -> dict:
+def run_fthost(work: pathlib.Path, model_dir: pathlib.Path, data: pathlib.Path, steps: int, threads: int,
+               ranks: int = 1, overrides: tuple = ()) -> dict:
     if not FTHOST.exists():
         raise RunFailed(f"{FTHOST} is missing (build it first)")
     out = pathlib.Path(tempfile.mkdtemp(prefix="fthost-out-", dir=work))
     config = out / "moe.toml"
-    config.write_text(fthost_config(model_dir, data, out, steps, threads))
+    # Ranks share the machine's threads.
+    threads_per_rank = max(1, threads // ranks)
+    config.write_text(fthost_config(model_dir, data, out, steps, threads_per_rank))
+    launch = ["--nproc-per-node", str(ranks)] if ranks > 1 else []
     try:
-        proc = subprocess.run([str(FTHOST), "--config", str(config)], env=thread_env(threads), cwd=ROOT,
-                              capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        proc = subprocess.run([str(FTHOST)] + launch + ["--config", str(config)] + list(overrides),
+                              env=thread_env(threads_per_rank), cwd=ROOT, capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT_S)
         if proc.returncode != 0:
             raise RunFailed(f"exit {proc.returncode}:\n{tail(proc.stdout + proc.stderr)}")
         rows = [json.loads(l) for l in (out / "logs" / "metrics.jsonl").read_text().splitlines() if l.strip()]
@@ -329,7 +345,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6, help="optimizer steps per run, the first a warm-up")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (hidden 64, 4 experts, seq 32, 2 steps)")
-    parser.add_argument("--only", default=",".join(IMPLS), help="comma-separated subset of " + ",".join(IMPLS))
+    parser.add_argument("--only", default=",".join(DEFAULT_IMPLS),
+                        help="comma-separated subset of " + ",".join(IMPLS) + " (the two-rank runs: "
+                        "--expert-parallel)")
+    parser.add_argument("--expert-parallel", action="store_true",
+                        help="fthost on 2 ranks (FSDP, --threads shared between them, one sample per rank and "
+                        "step) without and with expert_parallel_dim = 2, instead of the single-process columns")
     parser.add_argument("--torchtune-src", default="", help="a torchtune source tree to import for its column")
     parser.add_argument("--keep", action="store_true", help="keep the temporary model directory")
     parser.add_argument("--worker", choices=["make-model", "transformers", "torchtune"], help=argparse.SUPPRESS)
@@ -345,7 +366,7 @@ def main() -> None:
     if a.worker:
         return worker_train(a.worker, s, pathlib.Path(a.model_dir), pathlib.Path(a.data), a.steps, a.threads)
 
-    impls = [i for i in IMPLS if i in a.only.split(",")]
+    impls = list(TWO_RANK_RUNS) if a.expert_parallel else [i for i in IMPLS if i in a.only.split(",")]
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"uptime at start: {uptime}")
     print(f"{os.cpu_count()} cores; {a.threads} threads per run (OMP_NUM_THREADS, OMP_WAIT_POLICY=PASSIVE, "
@@ -361,7 +382,8 @@ def main() -> None:
     model_dir, data = work / "model", work / "tokens.jsonl"
     try:
         made = subprocess.run([SYSTEM_PYTHON, str(pathlib.Path(__file__).resolve()), "--worker", "make-model",
-                               "--model-dir", str(model_dir), "--data", str(data), "--samples", str(a.steps),
+                               "--model-dir", str(model_dir), "--data", str(data),
+                               "--samples", str(a.steps * (2 if a.expert_parallel else 1)),
                                "--layers", str(a.layers), "--experts", str(a.experts), "--seq-len", str(a.seq_len)]
                               + (["--smoke"] if a.smoke else []), env=thread_env(a.threads), capture_output=True,
                               text=True)
@@ -390,8 +412,12 @@ def main() -> None:
                     continue
                 start = time.perf_counter()
                 try:
-                    r = (run_fthost(work, model_dir, data, a.steps, a.threads) if impl == "fthost"
-                         else run_python(impl, a, model_dir, data, a.steps))
+                    if impl == "fthost":
+                        r = run_fthost(work, model_dir, data, a.steps, a.threads)
+                    elif impl in TWO_RANK_RUNS:
+                        r = run_fthost(work, model_dir, data, a.steps, a.threads, 2, tuple(TWO_RANK_RUNS[impl]))
+                    else:
+                        r = run_python(impl, a, model_dir, data, a.steps)
                 except (RunFailed, subprocess.TimeoutExpired) as e:
                     failures[impl] = str(e)
                     print(f"round {rnd + 1} {impl:12s} FAILED: {e}", flush=True)
@@ -421,9 +447,17 @@ def main() -> None:
                 print(f"{impl:14s} {m['tokens_per_s']:18.1f} {m['peak_rss_gib']:13.2f} {ratio}")
             elif impl in failures:
                 print(f"{impl:14s} {'failed':>18s}")
-            elif impl == "torchtune" and impl in a.only.split(","):
+            elif impl == "torchtune" and impl in a.only.split(",") and not a.expert_parallel:
                 print(f"{impl:14s} {'n/a':>18s}   (no torchtune.modules.moe in the installed torchtune)")
         print("fthost/x: the ratio of the medians; per-round: the median of the ratios within each round")
+        if all(i in done for i in TWO_RANK_RUNS):
+            dp, ep = (results[i] for i in TWO_RANK_RUNS)
+            pairs = [e["tokens_per_s"] / d["tokens_per_s"] for d, e in zip(dp, ep)]
+            print(f"expert parallelism, 2 ranks (tokens/s per rank, peak RSS of rank 0): expert_parallel_dim = 2 / "
+                  f"every expert on each rank = {med['fthost-2ranks-ep2']['tokens_per_s'] / med['fthost-2ranks']['tokens_per_s']:.2f} "
+                  f"(per-round median {statistics.median(pairs):.2f}); peak RSS "
+                  f"{med['fthost-2ranks-ep2']['peak_rss_gib'] / med['fthost-2ranks']['peak_rss_gib']:.2f}x; first losses "
+                  f"{dp[0]['losses'][0]:.5f} / {ep[0]['losses'][0]:.5f}")
         counted = [f"{i} {results[i][0]['params']:,}" for i in done if "params" in results[i][0]]
         if counted:
             print(f"parameters as the Python sides count them: {', '.join(counted)} (written: {p:,})")
