@@ -38,16 +38,40 @@ std::vector<std::string> shipped_configs(const std::string& extension) {
 }
 
 // The torchtune full_finetune_distributed configs ported under configs/.
-const std::vector<std::string> kPortedConfigs = {
-    "llama2/7B_full",    "llama2/13B_full",   "llama3/8B_full",    "llama3/70B_full",   "llama3_1/8B_full",
-    "llama3_1/70B_full", "llama3_2/1B_full",  "llama3_2/3B_full",  "llama3_3/70B_full", "llama3_3/70B_full_multinode",
-    "mistral/7B_full",   "gemma/2B_full",     "gemma/7B_full",     "gemma2/2B_full",    "gemma2/9B_full",
-    "gemma2/27B_full",   "phi3/mini_full",    "phi4/14B_full",     "qwen2/0.5B_full",   "qwen2/1.5B_full",
-    "qwen2/7B_full",     "qwen2_5/0.5B_full", "qwen2_5/1.5B_full", "qwen2_5/3B_full",   "qwen2_5/7B_full",
-    "qwen3/0.6B_full",   "qwen3/1.7B_full",   "qwen3/4B_full",     "qwen3/8B_full"};
+const std::vector<std::string> kPortedConfigs = {"llama2/7B_full",
+                                                 "llama2/13B_full",
+                                                 "llama3/8B_full",
+                                                 "llama3/70B_full",
+                                                 "llama3_1/8B_full",
+                                                 "llama3_1/70B_full",
+                                                 "llama3_2/1B_full",
+                                                 "llama3_2/3B_full",
+                                                 "llama3_3/70B_full",
+                                                 "llama3_3/70B_full_multinode",
+                                                 "mistral/7B_full",
+                                                 "gemma/2B_full",
+                                                 "gemma/7B_full",
+                                                 "gemma2/2B_full",
+                                                 "gemma2/9B_full",
+                                                 "gemma2/27B_full",
+                                                 "phi3/mini_full",
+                                                 "phi4/14B_full",
+                                                 "qwen2/0.5B_full",
+                                                 "qwen2/1.5B_full",
+                                                 "qwen2/7B_full",
+                                                 "qwen2_5/0.5B_full",
+                                                 "qwen2_5/1.5B_full",
+                                                 "qwen2_5/3B_full",
+                                                 "qwen2_5/7B_full",
+                                                 "qwen3/0.6B_full",
+                                                 "qwen3/1.7B_full",
+                                                 "qwen3/4B_full",
+                                                 "qwen3/8B_full",
+                                                 "llama4/scout_17B_16E_full",
+                                                 "llama4/maverick_17B_128E_full"};
 
 TEST(ShippedConfigs, EveryPortedTorchtuneConfigIsShipped) {
-  EXPECT_EQ(kPortedConfigs.size(), 29u);
+  EXPECT_EQ(kPortedConfigs.size(), 31u);
   for (const auto& name : kPortedConfigs) EXPECT_TRUE(fs::exists(kConfigs + "/" + name + ".yaml")) << name;
   EXPECT_EQ(shipped_configs(".yaml").size(), kPortedConfigs.size());
 }
@@ -89,6 +113,7 @@ std::string tokenizer_overrides(const std::string& name) {
            " tokenizer.merges_file=" + published::file("qwen3", "merges.txt");
   if (starts_with(name, "qwen")) return qwen_vocab_merges_overrides();
   if (starts_with(name, "gemma")) return " tokenizer.path=" + published::file("gemma", "tokenizer.model");
+  if (starts_with(name, "llama4/")) return " tokenizer.path=" + published::file("llama4", "tokenizer.model");
   if (starts_with(name, "mistral/")) return " tokenizer.path=" + published::file("mistral", "tokenizer.model");
   if (starts_with(name, "phi3/")) return " tokenizer.path=" + published::file("phi3_mini", "tokenizer.model");
   if (starts_with(name, "phi4/"))
