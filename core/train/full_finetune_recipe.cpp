@@ -400,9 +400,16 @@ at::Tensor FullFinetuneRecipe::loss_sum(const ft::Batch& batch, const at::Tensor
 }
 
 FullFinetuneRecipe::ForwardLoss FullFinetuneRecipe::forward_loss(const ft::Batch& batch, const at::Tensor& targets) {
-  const ft::ModelInput input{batch.tokens.to(s_.device),
-                             batch.input_pos.defined() ? batch.input_pos.to(s_.device) : at::Tensor(),
-                             batch.mask.defined() ? batch.mask.to(s_.device) : at::Tensor()};
+  ft::ModelInput input{batch.tokens.to(s_.device),
+                       batch.input_pos.defined() ? batch.input_pos.to(s_.device) : at::Tensor(),
+                       batch.mask.defined() ? batch.mask.to(s_.device) : at::Tensor(),
+                       {}};
+  if (!batch.document_lengths.empty()) {
+    if (model_->attends_within_documents())
+      input.document_lengths = batch.document_lengths;
+    else
+      input.mask = ft::block_causal_mask(batch.document_lengths, batch.tokens.size(1)).to(s_.device);
+  }
   const ft::ModelOutput output = model_->forward(input, loss_->output_request());
   return {loss_->sum(output, targets, *model_), output.auxiliary_loss, output.expert_load};
 }  // the logits go here, before backward, which would otherwise peak with them alive

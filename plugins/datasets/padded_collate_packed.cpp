@@ -1,11 +1,12 @@
 // torchtune.data.padded_collate_packed: packs are already max_seq_len long, so tokens, labels
-// and input_pos are stacked; seq_lens become a block-causal mask [b, s, s] (true = may attend):
-// a token sees the earlier tokens of its own document only.
+// and input_pos are stacked; seq_lens become the batch's document lengths, with which a token sees
+// the earlier tokens of its own document only. torchtune builds the block-causal mask [b, s, s]
+// here; fthost's attention takes the lengths instead (the host builds the mask only for a model
+// that does not), so a pack costs no s x s booleans.
 #include <ft/collate.h>
 #include <ft/errors.h>
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 
 #include <cstring>
 
@@ -33,11 +34,9 @@ class PaddedCollatePacked final : public ft::Collate {
     batch.tokens = at::empty({b, s}, at::kLong);
     batch.labels = at::empty({b, s}, at::kLong);
     batch.input_pos = at::empty({b, s}, at::kLong);
-    batch.mask = at::zeros({b, s, s}, at::kBool);
     auto* tokens = batch.tokens.data_ptr<std::int64_t>();
     auto* labels = batch.labels.data_ptr<std::int64_t>();
     auto* pos = batch.input_pos.data_ptr<std::int64_t>();
-    auto* mask = batch.mask.data_ptr<bool>();
     for (std::int64_t i = 0; i < b; ++i) {
       const auto& x = samples[i];
       std::memcpy(tokens + i * s, x.tokens.data(), s * sizeof(std::int64_t));
@@ -46,13 +45,12 @@ class PaddedCollatePacked final : public ft::Collate {
       std::int64_t start = 0;
       for (auto len : x.seq_lens) {
         if (len < 0 || start + len > s) throw ft::Error("padded_collate_packed: seq_lens do not fit the pack");
-        for (std::int64_t r = start; r < start + len; ++r)
-          std::memset(mask + (i * s + r) * s + start, 1, r - start + 1);
         start += len;
       }
       if (start != s)
         throw ft::Error("padded_collate_packed: seq_lens sum to " + std::to_string(start) + ", the pack has " +
                         std::to_string(s) + " tokens");
+      batch.document_lengths.emplace_back(x.seq_lens.begin(), x.seq_lens.end());
     }
     return batch;
   }
@@ -65,7 +63,8 @@ namespace ft_ds {
 void register_padded_collate_packed(ft::Registry& reg) {
   reg.add<ft::Collate>(
       "torchtune.data.padded_collate_packed", ft::Schema{},
-      "stack packs; block-causal mask from seq_lens and per-document input_pos",
+      "stack packs; per-document input_pos, and seq_lens as each row's document lengths (block-causal "
+      "attention without an s x s mask)",
       [](const ft::ConfigNode&, ft::Collate::Args) { return std::make_unique<PaddedCollatePacked>(); });
 }
 

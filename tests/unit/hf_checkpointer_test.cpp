@@ -59,7 +59,7 @@ class HfCheckpointer : public fttest::BuiltinPluginsTest {
 at::Tensor logits_of(ft::Model& model, const std::vector<std::int64_t>& tokens) {
   at::NoGradGuard no_grad;
   const at::Tensor input = at::tensor(tokens, at::kLong).unsqueeze(0);
-  return at::cat(model.forward(ft::ModelInput{input, {}, {}}).logits, 1);
+  return at::cat(model.forward(ft::ModelInput{input, {}, {}, {}}).logits, 1);
 }
 
 at::Tensor parameter(ft::Model& model, const std::string& name) {

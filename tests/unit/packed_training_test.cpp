@@ -1,10 +1,13 @@
-// Packing must not change what the model computes: a pack of documents under
-// padded_collate_packed's block-causal mask and per-document positions gives every document
-// the same loss as running it alone (the real Llama plugin, through the host's PluginLoader).
+// Packing must not change what the model computes: a pack of documents with
+// padded_collate_packed's document lengths (attention within each document, no [s, s] mask) and
+// per-document positions gives every document the same loss as running it alone, and so does the
+// block-causal mask the host builds for a model that takes no document lengths (the real Llama
+// plugin, through the host's PluginLoader).
 // And the real fthost binary finetunes a tiny Llama 3 on Alpaca records through the Llama 3
 // tokenizer.json, packed and unpacked, with the loss falling.
 #include "text_data_support.h"
 
+#include <ft/collate.h>
 #include <ft/model.h>
 
 #include <torch/torch.h>
@@ -51,8 +54,14 @@ TEST(PackedTraining, PackedDocumentsHaveTheirUnpackedLoss) {
   ASSERT_LT(index, packed->size());
   const auto pack = packed->get(index);
   auto packed_batch = fttest::make_collate("torchtune.data.padded_collate_packed", 0)->collate({pack});
+  EXPECT_FALSE(packed_batch.mask.defined());  // no s x s booleans for a pack
+  ASSERT_EQ(packed_batch.document_lengths, (std::vector<std::vector<std::int64_t>>{pack.seq_lens}));
+  ASSERT_TRUE(model->attends_within_documents());
   const auto packed_logits =
-      model->forward({packed_batch.tokens, packed_batch.input_pos, packed_batch.mask}).logits.at(0)[0];
+      model->forward({packed_batch.tokens, packed_batch.input_pos, {}, packed_batch.document_lengths}).logits.at(0)[0];
+  const at::Tensor dense_mask = ft::block_causal_mask(packed_batch.document_lengths, packed_batch.tokens.size(1));
+  const auto masked_logits =
+      model->forward({packed_batch.tokens, packed_batch.input_pos, dense_mask, {}}).logits.at(0)[0];
   auto sft = fttest::make_collate("torchtune.data.padded_collate_sft", tok->pad_id());
 
   std::int64_t start = 0;
@@ -63,10 +72,12 @@ TEST(PackedTraining, PackedDocumentsHaveTheirUnpackedLoss) {
     const auto doc = plain->get(first_doc + d);
     ASSERT_EQ(static_cast<std::int64_t>(doc.tokens.size()), len);
     auto alone = sft->collate({doc});
-    const auto alone_logits = model->forward({alone.tokens, {}, {}}).logits.at(0)[0];
+    const auto alone_logits = model->forward({alone.tokens, {}, {}, {}}).logits.at(0)[0];
     const double expected = document_loss(alone_logits, alone.labels[0], 0, len);
     const double got = document_loss(packed_logits, packed_batch.labels[0], start, start + len);
     EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << "document " << d;
+    const double got_masked = document_loss(masked_logits, packed_batch.labels[0], start, start + len);
+    EXPECT_NEAR(got_masked, expected, 1e-4 * std::abs(expected)) << "document " << d << " under the dense mask";
     EXPECT_GT(expected, 0.0);
     start += len;
     ++compared;

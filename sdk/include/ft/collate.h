@@ -16,8 +16,16 @@ struct Batch {
   at::Tensor tokens;     // [b, s] int64
   at::Tensor labels;     // [b, s] int64, unshifted, ignore_index where padded or masked
   at::Tensor input_pos;  // [b, s] int64 positions, undefined unless packed
-  at::Tensor mask;       // [b, s, s] bool attention mask, undefined unless packed (causal otherwise)
+  at::Tensor mask;       // [b, s, s] bool attention mask, undefined unless a collate builds one (causal)
+  // Packed rows: the lengths of each row's documents, in order, summing to s (the seed's
+  // seq_lens); each document attends within itself. Empty unless packed.
+  std::vector<std::vector<std::int64_t>> document_lengths;
 };
+
+// The block-causal mask [b, s, s] (true = may attend) of packed rows: a position sees the earlier
+// positions of its own document. For a model that takes no document lengths. Throws ft::Error
+// when a row's lengths are negative or do not sum to `seq_len`.
+at::Tensor block_causal_mask(const std::vector<std::vector<std::int64_t>>& document_lengths, std::int64_t seq_len);
 
 class Collate {
  public:

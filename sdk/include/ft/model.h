@@ -28,6 +28,10 @@ struct ModelInput {
   at::Tensor tokens;     // [b, s] int64
   at::Tensor input_pos;  // [b, s] int64 positions; undefined: 0..s-1 for every row
   at::Tensor mask;       // [b, s, s] bool, true = may attend; undefined: causal
+  // Packed rows (given only to a model whose attends_within_documents() is true, instead of a
+  // block-causal mask): the lengths of each row's documents, in order, summing to s. Each
+  // document attends within itself as a sequence of its own.
+  std::vector<std::vector<std::int64_t>> document_lengths;
 };
 
 // What the loss wants back: chunked logits (CEWithChunkedOutputLoss) or only the final hidden
@@ -143,6 +147,9 @@ class Model {
   }
   // The longest sequence the model takes (its max_seq_len); 0: no limit is known.
   virtual std::int64_t max_seq_len() const { return 0; }
+  // Whether forward() honours ModelInput::document_lengths (packed documents without an [s, s]
+  // mask); the host gives any other model the block-causal mask (ft::block_causal_mask).
+  virtual bool attends_within_documents() const { return false; }
 
   // The interface of `role` this model implements (cast to it), or nullptr. Use ft::role_of.
   virtual void* find_role(ModelRole role) {

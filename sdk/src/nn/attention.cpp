@@ -48,7 +48,8 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options, AttentionBlocks bl
   }
 }
 
-at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const {
+at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask,
+                                  const DocumentLengths& documents) const {
   const std::int64_t b = x.size(0), s = x.size(1);
   at::Tensor q = q_proj->forward(x).view({b, s, num_heads_, head_dim_});
   at::Tensor k = k_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
@@ -71,31 +72,65 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
     q = (q * factor.view({p.dim() == 2 ? p.size(0) : 1, s, 1, 1})).to(q.scalar_type());
   }
   at::Tensor v = v_proj->forward(x).view({b, s, num_kv_heads_, head_dim_});
-  if (kv_cache) return output_proj->forward(kv_cache->attend(q, k, v, positions, scores_));
+  if (kv_cache) {
+    if (!documents.empty()) throw ft::Error("attention: the KV cache holds one sequence per row, not packed documents");
+    return output_proj->forward(kv_cache->attend(q, k, v, positions, scores_));
+  }
   q = q.transpose(1, 2);
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
   at::Tensor out;
-  if (scores_.softcap > 0) {
-    at::Tensor allowed = narrowed_mask(mask, s, scores_.mask, x.options());
-    out = explicit_attention(q, k, v, allowed.dim() == 3 ? allowed.unsqueeze(1) : allowed, scores_);
+  if (documents.empty()) {
+    out = attend(q, k, v, mask);
   } else {
-    // LibTorch's fused attention on every device: flash, cuDNN or memory-efficient kernels on
-    // CUDA, the flash kernel on the CPU, where it beat fthost's matmul + fused masked softmax
-    // path at every benchmark shape (bench/attention_cpu.cpp, docs/performance.md). The [s, s]
-    // scores never exist in memory, and a causal mask is no tensor at all.
-    std::optional<at::Tensor> mask_4d;  // nullopt, not an undefined tensor: LibTorch checks a given mask's dtype
-    if (scores_.mask.narrows_causal()) {
-      mask_4d = narrowed_mask(mask, s, scores_.mask, x.options());
-    } else if (mask.defined()) {
-      mask_4d = mask;
+    if (mask.defined()) throw ft::Error("attention: packed documents take no mask (their attention is block-causal)");
+    if (static_cast<std::int64_t>(documents.size()) != b)
+      throw ft::Error("attention: document lengths for " + std::to_string(documents.size()) + " rows, the batch has " +
+                      std::to_string(b));
+    // Each document as a sequence of its own: the fused kernels run on it without a mask tensor,
+    // and nothing of size [s, s] exists for the packed row.
+    std::vector<at::Tensor> rows;
+    for (std::int64_t i = 0; i < b; ++i) {
+      std::vector<at::Tensor> pieces;
+      std::int64_t start = 0;
+      for (const std::int64_t length : documents[static_cast<std::size_t>(i)]) {
+        if (length < 0 || start + length > s) break;
+        if (length == 0) continue;
+        const auto piece = [&](const at::Tensor& t) { return t.narrow(0, i, 1).narrow(2, start, length); };
+        pieces.push_back(attend(piece(q), piece(k), piece(v), at::Tensor()));
+        start += length;
+      }
+      if (start != s)
+        throw ft::Error("attention: row " + std::to_string(i) + "'s document lengths do not sum to its " +
+                        std::to_string(s) + " positions");
+      rows.push_back(pieces.size() == 1 ? pieces[0] : at::cat(pieces, 2));
     }
-    if (mask_4d && mask_4d->dim() == 3) mask_4d = mask_4d->unsqueeze(1);
-    out = at::scaled_dot_product_attention(q, k, v, mask_4d, 0.0, /*is_causal=*/!mask_4d.has_value(),
-                                           options_.query_scale,
-                                           /*enable_gqa=*/num_heads_ != num_kv_heads_);
+    out = rows.size() == 1 ? rows[0] : at::cat(rows, 0);
   }
   return output_proj->forward(out.transpose(1, 2).reshape({b, s, num_heads_ * head_dim_}));
+}
+
+at::Tensor AttentionImpl::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& mask) const {
+  const std::int64_t s = q.size(2);
+  if (scores_.softcap > 0) {
+    at::Tensor allowed = narrowed_mask(mask, s, scores_.mask, q.options());
+    return explicit_attention(q, k, v, allowed.dim() == 3 ? allowed.unsqueeze(1) : allowed, scores_);
+  }
+  // LibTorch's fused attention on every device: flash, cuDNN or memory-efficient kernels on
+  // CUDA, the flash kernel on the CPU, where it beat fthost's matmul + fused masked softmax
+  // path at every benchmark shape (bench/attention_cpu.cpp, docs/performance.md). The [s, s]
+  // scores never exist in memory, and a causal mask is no tensor at all.
+  std::optional<at::Tensor> mask_4d;  // nullopt, not an undefined tensor: LibTorch checks a given mask's dtype
+  if (scores_.mask.narrows_causal()) {
+    mask_4d = narrowed_mask(mask, s, scores_.mask, q.options());
+  } else if (mask.defined()) {
+    mask_4d = mask;
+  }
+  if (mask_4d && mask_4d->dim() == 3) mask_4d = mask_4d->unsqueeze(1);
+  return at::scaled_dot_product_attention(q, k, v, mask_4d, 0.0, /*is_causal=*/!mask_4d.has_value(),
+                                          options_.query_scale,
+                                          /*enable_gqa=*/num_heads_ != num_kv_heads_);
 }
 
 at::Tensor explicit_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,

@@ -96,7 +96,9 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
   if (caches_set_up_ && input.mask.defined())
     throw ft::Error("model: with the KV cache set up, attention is causal over the cached positions; pass no mask");
   at::Tensor positions = input.input_pos.defined() ? input.input_pos : at::arange(tokens.size(1), tokens.options());
-  at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask);
+  if (!input.document_lengths.empty() && input.mask.defined())
+    throw ft::Error("model: packed documents (document_lengths) take no mask");
+  at::Tensor hidden = decoder_->hidden(tokens, positions, input.mask, input.document_lengths);
   ft::ModelOutput out;
   if (has_experts_) collect_routing(out);
   if (tensor_parallel_ && tensor_parallel_->output_vocab_shard) {

@@ -34,8 +34,8 @@ TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options_, s
   }
 }
 
-at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions,
-                                          const at::Tensor& mask) const {
+at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask,
+                                          const DocumentLengths& documents) const {
   if (unit_hooks && embedding_unit) unit_hooks->before_forward(*embedding_unit);
   at::Tensor h = embedding_vocab_shard ? vocab_parallel_embedding(tok_embeddings, tokens, *embedding_vocab_shard)
                                        : at::embedding(tok_embeddings, tokens);
@@ -54,10 +54,12 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
     // so the parameters are whole again when the checkpointed layer is recomputed.
     if (i < checkpointed_layers.size() && checkpointed_layers[i]) {
       const TransformerLayer layer = layers[i];
-      h = ft::checkpointed([layer, positions, mask](const at::Tensor& x) { return layer->forward(x, positions, mask); },
-                           h, ft::CheckpointOptions{offload_checkpointed_inputs});
+      const auto run_layer = [layer, positions, mask, documents](const at::Tensor& x) {
+        return layer->forward(x, positions, mask, documents);
+      };
+      h = ft::checkpointed(run_layer, h, ft::CheckpointOptions{offload_checkpointed_inputs});
     } else {
-      h = layers[i]->forward(h, positions, mask);
+      h = layers[i]->forward(h, positions, mask, documents);
     }
     if (unit_hooks) h = unit_hooks->after_forward(i, std::move(h));
   }

@@ -17,9 +17,10 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerParts parts) {
   if (parts.mlp_scale) mlp_scale = register_module("mlp_scale", std::move(parts.mlp_scale));
 }
 
-at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& positions,
-                                         const at::Tensor& mask) const {
-  at::Tensor attended = attn->forward(colwise_parallel_input(sa_norm->forward(x), attn_split_over), positions, mask);
+at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask,
+                                         const DocumentLengths& documents) const {
+  at::Tensor attended =
+      attn->forward(colwise_parallel_input(sa_norm->forward(x), attn_split_over), positions, mask, documents);
   if (sa_scale) attended = sa_scale->forward(attended);
   const at::Tensor h = x + attended;
   at::Tensor transformed = mlp->forward(colwise_parallel_input(mlp_norm->forward(h), mlp_split_over));

@@ -3,6 +3,7 @@
 // value cache is attached for generation.
 #pragma once
 
+#include <ft/nn/attention_mask.h>
 #include <ft/nn/attention_scores.h>
 #include <ft/nn/kv_cache.h>
 #include <ft/nn/linear.h>
@@ -57,8 +58,10 @@ class AttentionImpl : public torch::nn::Module {
   AttentionImpl(const AttentionOptions& options, AttentionBlocks blocks);
   // x: [b, s, dim]; positions: [b, s] or [s] int64; mask: [s, s] (shared by the batch) or
   // [b, s, s] bool, true = may attend; undefined: causal (the fused kernels then need no mask
-  // tensor). The options' mask kind narrows whatever mask applies.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
+  // tensor). The options' mask kind narrows whatever mask applies. `documents` (packed rows, with
+  // no mask): each row's documents attend within themselves.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask,
+                     const DocumentLengths& documents = {}) const;
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
   Norm q_norm, k_norm;  // nullptr when the builder gave none
   // Tensor parallelism (prepare_mha_for_tp): this rank computes only these heads.
@@ -73,6 +76,8 @@ class AttentionImpl : public torch::nn::Module {
   const AttentionOptions& options() const { return options_; }
 
  private:
+  // q [b, heads, s, hd], k and v [b, kv_heads, s, hd] -> [b, heads, s, hd].
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) const;
   AttentionOptions options_;
   std::int64_t num_heads_, num_kv_heads_, head_dim_;
   AttentionScores scores_;

@@ -7,8 +7,15 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace ft::nn {
+
+// Packed sequences: the lengths of the documents each batch row holds, in order, summing to the
+// row's length. Attention stays within each document, as if each were a sequence of its own
+// (the mask kind counted from the document's start), without an [s, s] mask. Empty: every row
+// is one sequence.
+using DocumentLengths = std::vector<std::vector<std::int64_t>>;
 
 struct AttentionMask {
   enum class Kind { Causal, SlidingWindow, ChunkedLocal };

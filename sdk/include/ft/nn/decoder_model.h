@@ -41,6 +41,7 @@ class DecoderModel : public ft::Model,
   std::int64_t vocab_size() const override { return decoder_->options.vocab_size; }
   double training_flops_per_position(std::int64_t seq_len) const override;
   std::int64_t max_seq_len() const override { return decoder_->options.max_seq_len; }
+  bool attends_within_documents() const override { return true; }
   void* find_role(ft::ModelRole role) override;
 
   std::vector<ft::ShardingUnit> sharding_units() override;

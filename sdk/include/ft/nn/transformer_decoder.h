@@ -7,6 +7,7 @@
 #pragma once
 
 #include <ft/model_sharding.h>
+#include <ft/nn/attention_mask.h>
 #include <ft/nn/norm.h>
 #include <ft/nn/transformer_layer.h>
 #include <ft/tensor_parallel.h>
@@ -40,7 +41,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
  public:
   TransformerDecoderImpl(const DecoderOptions& options, std::vector<TransformerLayer> layers, Norm norm);
   // The final hidden state [b, s, dim], after the last norm.
-  at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask) const;
+  at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions, const at::Tensor& mask,
+                    const DocumentLengths& documents = {}) const;
   // The [vocab, dim] output projection: the embedding itself when tied. Tells the unit hooks
   // of a separately sharded output projection that its parameters are about to be used.
   const at::Tensor& output_weight() const;

@@ -28,7 +28,8 @@ struct TransformerLayerParts {
 class TransformerLayerImpl : public torch::nn::Module {
  public:
   explicit TransformerLayerImpl(TransformerLayerParts parts);
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask) const;
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& mask,
+                     const DocumentLengths& documents = {}) const;
   Norm sa_norm;
   Attention attn{nullptr};
   Norm sa_scale;  // torchtune's name for Gemma 2's post-attention norm
