@@ -22,8 +22,8 @@
 // Major 7: Model::Args and Checkpointer::Args gain the registry; the registry holds model
 // families (Registry::add_family); ft::nn's blocks are composed by the family's builder.
 // Major 8: mixture-of-experts blocks; NamedTensor's checkpoint layouts; ModelOutput's router fields.
-// Major 9: expert parallelism: Collectives::all_to_all, the model role ExpertParallelism (which
-// ft::nn::DecoderModel plays), Parallelism::handles_expert_parallel.
+// Major 9: expert parallelism (Collectives::all_to_all, the model role ExpertParallelism,
+// Parallelism::handles_expert_parallel); packed documents (ModelInput/Batch::document_lengths).
 #define FT_ABI_MAJOR 9
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
