@@ -2,6 +2,7 @@
 
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/one_rank_group.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -392,34 +393,14 @@ c10::intrusive_ptr<c10d::Backend> accelerator_group(CollectiveBackend backend,
   throw ft::Error("the CUDA collectives' backend must be NCCL");
 }
 
-class SingleRank final : public ft::Collectives {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  void all_reduce_sum(at::Tensor&) override {}
-  std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor&) override {
-    return std::make_unique<ft::CompletedCollective>();
-  }
-  void all_gather(at::Tensor& full, const at::Tensor& shard) override { full.view({-1}).copy_(shard.reshape({-1})); }
-  void reduce_scatter_sum(at::Tensor& shard, const at::Tensor& full) override {
-    shard.view({-1}).copy_(full.reshape({-1}));
-  }
-  void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>&,
-                  const std::vector<std::int64_t>&) override {
-    output.copy_(input);
-  }
-  void broadcast(at::Tensor&, int) override {}
-  void barrier() override {}
-};
-
 }  // namespace
 
 ProcessGroups single_process_groups() {
   ProcessGroups groups;
-  groups.world = std::make_shared<SingleRank>();
+  groups.world = ft::one_rank_group();
   groups.new_group = [](const std::vector<int>& ranks) -> std::shared_ptr<ft::Collectives> {
     if (ranks.size() != 1 || ranks[0] != 0) return nullptr;
-    return std::make_shared<SingleRank>();
+    return ft::one_rank_group();
   };
   return groups;
 }

@@ -2,6 +2,7 @@
 
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/one_rank_group.h>
 
 #include <string>
 #include <utility>
@@ -10,10 +11,6 @@
 namespace fthost {
 
 namespace {
-
-// A group of one rank needs no communication (and no Gloo context): its collectives are the
-// identity, those of a one-rank run.
-std::shared_ptr<ft::Collectives> identity_group() { return single_process_groups().world; }
 
 // Creates, in the same order on every rank, the group of world ranks `ranks(t)` for every
 // tensor-parallel coordinate t, and returns the one this rank is in.
@@ -29,7 +26,7 @@ std::shared_ptr<ft::Collectives> one_group_per_coordinate(const ProcessGroups& g
       return false;
     }();
     std::shared_ptr<ft::Collectives> group =
-        ranks.size() == 1 ? (member ? identity_group() : nullptr) : groups.new_group(ranks);
+        ranks.size() == 1 ? (member ? ft::one_rank_group() : nullptr) : groups.new_group(ranks);
     if (group) mine = std::move(group);
   }
   return mine;

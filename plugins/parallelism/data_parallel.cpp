@@ -104,8 +104,10 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     std::unique_ptr<ft::PendingCollective> work;
   };
 
+  // Expert parallelism: a share of the experts, whose gradient is summed over same_experts_ only.
+  bool is_split_expert(const at::Tensor& parameter) const { return same_experts_ && norm().is_expert_share(parameter); }
   ft::Collectives& group_of(const at::Tensor& parameter) const {
-    return same_experts_ && norm().is_expert_share(parameter) ? *same_experts_ : *world_;
+    return is_split_expert(parameter) ? *same_experts_ : *world_;
   }
 
   // The unit's gradients go out in one bucket per group they are summed over.
@@ -116,7 +118,7 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     std::vector<std::size_t> shared_indices, expert_indices;
     const auto& params = groups_[unit].parameters;
     for (std::size_t i = 0; i < params.size(); ++i) {
-      const bool expert = same_experts_ && norm().is_expert_share(params[i]);
+      const bool expert = is_split_expert(params[i]);
       (expert ? experts : shared).push_back(params[i]);
       (expert ? expert_indices : shared_indices).push_back(trainable_indices_[unit][i]);
     }

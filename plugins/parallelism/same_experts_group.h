@@ -12,11 +12,9 @@ namespace ft_parallelism {
 
 // Collective: creates, for every block of `block_size` consecutive data-parallel ranks and every
 // expert-parallel coordinate, the group of that block's ranks with that coordinate, in the same
-// order on every rank, and returns this rank's. A one-rank group is local (no communication).
+// order on every rank, and returns this rank's. A one-rank group is ft::one_rank_group (no
+// communication).
 std::shared_ptr<ft::Collectives> same_experts_group(const ft::GroupFactory& new_group, int data_parallel_rank,
                                                     int data_parallel_size, int block_size, int expert_parallel_size);
-
-// A group of one rank: every collective is the identity.
-std::shared_ptr<ft::Collectives> one_rank_group();
 
 }  // namespace ft_parallelism
