@@ -78,16 +78,22 @@ struct Variant {
   std::int64_t experts, top_k;
 };
 
-class MixtureOfExpertsDefinition : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(MixtureOfExpertsDefinition, ValuesAndGradientsMatchTheTokenByTokenDefinition) {
-  const Variant v = GetParam();
+// A block of width 12 with experts of width 20, routed as `v` says.
+MixtureOfExpertsOptions block_options(const Variant& v) {
   MixtureOfExpertsOptions o;
   o.dim = 12;
   o.expert_hidden_dim = 20;
   o.router = {12, v.experts, v.top_k, v.score, v.normalize};
   o.weight_expert_inputs = v.weight_inputs;
   o.shared_expert_hidden_dim = v.shared;
+  return o;
+}
+
+class MixtureOfExpertsDefinition : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(MixtureOfExpertsDefinition, ValuesAndGradientsMatchTheTokenByTokenDefinition) {
+  const Variant v = GetParam();
+  const MixtureOfExpertsOptions o = block_options(v);
   auto moe = mixture_of_experts(o);
   fill_randomly(*moe, 7);
   const at::Tensor x = at::randn({3, 9, 12}, at::TensorOptions().dtype(at::kFloat));
@@ -184,12 +190,7 @@ class ExpertParallelBlock : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(ExpertParallelBlock, TwoRanksWithHalfTheExpertsEachComputeWhatOneRankWithAllComputes) {
   const Variant v = GetParam();
-  MixtureOfExpertsOptions o;
-  o.dim = 12;
-  o.expert_hidden_dim = 20;
-  o.router = {12, v.experts, v.top_k, v.score, v.normalize};
-  o.weight_expert_inputs = v.weight_inputs;
-  o.shared_expert_hidden_dim = v.shared;
+  const MixtureOfExpertsOptions o = block_options(v);
   const int ranks = 2;
   std::vector<at::Tensor> inputs, upstreams;
   for (int r = 0; r < ranks; ++r) {
