@@ -100,6 +100,7 @@ enum class ModelRole : std::uint32_t {
   TensorParallelism = 3,   // splitting modules across a tensor-parallel group
   KvCache = 4,             // key/value caches for generation
   ExpertParallelism = 5,   // splitting mixture-of-experts layers' experts across ranks
+  ContextParallelism = 6,  // splitting each sequence across ranks (ring attention)
 };
 
 class Model {

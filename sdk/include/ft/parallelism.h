@@ -38,6 +38,10 @@ class Parallelism {
     // parallelism. The model's tensor_parallel_shards() are then slices: a gradient norm sums
     // their squares over this group and counts every other (replicated) parameter once.
     std::shared_ptr<Collectives> tensor_parallel;
+    // Context parallelism (ABI 10): `world` holds context_parallel_size consecutive ranks per
+    // sequence. They reduce gradients like any data-parallel ranks; a sharded strategy shards
+    // over data_parallel_shard_dim x context_parallel_size ranks (torchtitan's dp_shard_cp).
+    int context_parallel_size = 1;
   };
 
   virtual ~Parallelism() = default;

@@ -24,7 +24,9 @@
 // Major 8: mixture-of-experts blocks; NamedTensor's checkpoint layouts; ModelOutput's router fields.
 // Major 9: expert parallelism (Collectives::all_to_all, the model role ExpertParallelism,
 // Parallelism::handles_expert_parallel); packed documents (ModelInput/Batch::document_lengths).
-#define FT_ABI_MAJOR 9
+// Major 10: context parallelism (the model role ContextParallelism, ft::nn attention's
+// context_parallel member, Parallelism::Args::context_parallel_size).
+#define FT_ABI_MAJOR 10
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -88,6 +89,47 @@ inline int cuda_compute_capability_major(int index) {
 // with `offsets` the int32 end row of each group in a.
 inline at::Tensor grouped_mm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& offsets) {
   return at::_grouped_mm(a, b, offsets);
+}
+
+// Fused attention that also returns each query's log-sum-exp of its scores ([b, heads, s],
+// float32), and its backward given any output and log-sum-exp (those of the whole sequence under
+// ring attention). Private operators: the CPU flash kernel and CUDA's memory-efficient one, which
+// both take an additive mask. Heads: q's may be a multiple of k's (grouped-query) on the CPU;
+// on CUDA the caller repeats k and v.
+struct AttentionWithLse {
+  at::Tensor out, lse;
+  at::Tensor philox_seed, philox_offset;  // CUDA's backward wants them back (no dropout here)
+};
+
+inline AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                           const std::optional<at::Tensor>& additive_mask, bool is_causal,
+                                           double scale) {
+  if (q.is_cpu()) {
+    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal, additive_mask, scale);
+    return {out, lse, {}, {}};
+  }
+  auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
+      q, k, v, additive_mask, /*compute_log_sumexp=*/true, 0.0, is_causal, scale);
+  return {out, lse, seed, offset};
+}
+
+struct AttentionGradients {
+  at::Tensor q, k, v;
+};
+
+inline AttentionGradients attention_with_lse_backward(const at::Tensor& grad_out, const at::Tensor& q,
+                                                      const at::Tensor& k, const at::Tensor& v,
+                                                      const std::optional<at::Tensor>& additive_mask, bool is_causal,
+                                                      double scale, const AttentionWithLse& forward) {
+  if (q.is_cpu()) {
+    auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        grad_out, q, k, v, forward.out, forward.lse, 0.0, is_causal, additive_mask, scale);
+    return {dq, dk, dv};
+  }
+  auto [dq, dk, dv, dbias] = at::_scaled_dot_product_efficient_attention_backward(
+      grad_out, q, k, v, additive_mask.value_or(at::Tensor()), forward.out, forward.lse, forward.philox_seed,
+      forward.philox_offset, 0.0, {true, true, true, false}, is_causal, scale);
+  return {dq, dk, dv};
 }
 
 struct CudaMemoryPeaks {

@@ -80,7 +80,11 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
   at::Tensor out;
-  if (documents.empty()) {
+  if (context_parallel) {
+    if (mask.defined())
+      throw ft::Error("attention: under context parallelism packed rows pass their document lengths, not a mask");
+    out = context_parallel_attention(q, k, v, documents, scores_, *context_parallel);
+  } else if (documents.empty()) {
     out = attend(q, k, v, mask);
   } else {
     if (mask.defined()) throw ft::Error("attention: packed documents take no mask (their attention is block-causal)");

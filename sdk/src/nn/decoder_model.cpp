@@ -91,6 +91,12 @@ ft::ModelOutput DecoderModel::forward(const ft::ModelInput& input, const ft::Out
       throw ft::Error("model: token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary [0, " +
                       std::to_string(cfg.vocab_size) + ")");
   }
+  if (context_parallel_ && caches_set_up_)
+    throw ft::Error("model: generation (the KV cache) does not run split across ranks (context parallelism)");
+  if (context_parallel_ && !input.input_pos.defined())
+    throw ft::Error(
+        "model: under context parallelism forward needs input_pos (the global indices of this rank's "
+        "positions)");
   if (caches_set_up_ && !input.input_pos.defined())
     throw ft::Error("model: with the KV cache set up, forward needs input_pos (where the tokens sit in the sequence)");
   if (caches_set_up_ && input.mask.defined())
@@ -160,8 +166,26 @@ void* DecoderModel::find_role(ft::ModelRole role) {
     case ft::ModelRole::TensorParallelism: return static_cast<ft::ModelTensorParallelism*>(this);
     case ft::ModelRole::KvCache: return static_cast<ft::ModelKvCache*>(this);
     case ft::ModelRole::ExpertParallelism: return static_cast<ft::ModelExpertParallelism*>(this);
+    case ft::ModelRole::ContextParallelism: return static_cast<ft::ModelContextParallelism*>(this);
   }
   return nullptr;
+}
+
+std::string DecoderModel::context_parallel_problem() const {
+  // The load-balancing loss is a product of two averages over the whole batch's tokens, which
+  // no rank holds; computed per rank it would be another loss.
+  if (has_experts_ && decoder_->options.router_aux_loss_coef != 0)
+    return "the router's load-balancing loss (output_router_logits) is computed over every token of the batch, "
+           "which no rank holds under context parallelism";
+  return "";
+}
+
+void DecoderModel::apply_context_parallel(const std::shared_ptr<ft::Collectives>& group, ft::RotateMethod rotate) {
+  if (context_parallel_) throw ft::Error("context parallelism is already applied to this model");
+  if (std::string problem = context_parallel_problem(); !problem.empty()) throw ft::Error(problem);
+  const auto context = std::make_shared<const ContextParallel>(ContextParallel{group, rotate});
+  for (auto& layer : decoder_->layers) layer->attn->context_parallel = context;
+  context_parallel_ = true;
 }
 
 void DecoderModel::setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) {

@@ -6,6 +6,7 @@
 // logged expert load is its extremes and its worst layer's coefficient of variation. Under expert
 // parallelism (ranks as threads), two ranks holding half of the experts each compute what one
 // rank holding all of them computes.
+#include "thread_ranks.h"
 #include "train/expert_load_metrics.h"
 
 #include <ft/collectives.h>
@@ -19,14 +20,14 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 namespace {
 
 using namespace ft::nn;
+using fttest::ThreadRank;
+using fttest::ThreadRanks;
 
 double relative_difference(const at::Tensor& got, const at::Tensor& want) {
   const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
@@ -119,72 +120,6 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"llama4_sigmoid_inputs_shared", RouterScore::SigmoidOfTopK, false, true, 16, 4, 1},
                       Variant{"every_expert", RouterScore::Softmax, true, false, 0, 3, 3}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
-
-// Ranks as threads of one process, exchanging rows through shared memory: all_to_all as c10d
-// defines it (consecutive blocks of input_splits[r] rows to rank r, received in rank order).
-class ThreadRanks {
- public:
-  explicit ThreadRanks(int size) : size_(size), inputs_(size), splits_(size) {}
-  int size() const { return size_; }
-
-  void all_to_all(int rank, at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>& splits) {
-    inputs_[rank] = input.clone();
-    splits_[rank] = splits;
-    wait_for_every_rank();
-    std::vector<at::Tensor> received;
-    for (int source = 0; source < size_; ++source) {
-      std::int64_t offset = 0;
-      for (int r = 0; r < rank; ++r) offset += splits_[source][r];
-      received.push_back(inputs_[source].narrow(0, offset, splits_[source][rank]));
-    }
-    output.copy_(at::cat(received));
-    wait_for_every_rank();  // nobody overwrites an input another rank still reads
-  }
-
- private:
-  void wait_for_every_rank() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int generation = generation_;
-    if (++arrived_ == size_) {
-      arrived_ = 0;
-      ++generation_;
-      all_arrived_.notify_all();
-    } else {
-      all_arrived_.wait(lock, [&] { return generation_ != generation; });
-    }
-  }
-
-  int size_;
-  std::vector<at::Tensor> inputs_;
-  std::vector<std::vector<std::int64_t>> splits_;
-  std::mutex mutex_;
-  std::condition_variable all_arrived_;
-  int arrived_ = 0;
-  int generation_ = 0;
-};
-
-class ThreadRank final : public ft::Collectives {
- public:
-  ThreadRank(ThreadRanks& ranks, int rank) : ranks_(ranks), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return ranks_.size(); }
-  void all_to_all(at::Tensor& output, const at::Tensor& input, const std::vector<std::int64_t>&,
-                  const std::vector<std::int64_t>& input_splits) override {
-    ranks_.all_to_all(rank_, output, input, input_splits);
-  }
-  void all_reduce_sum(at::Tensor&) override { throw std::logic_error("not used"); }
-  std::unique_ptr<ft::PendingCollective> all_reduce_sum_async(at::Tensor&) override {
-    throw std::logic_error("not used");
-  }
-  void all_gather(at::Tensor&, const at::Tensor&) override { throw std::logic_error("not used"); }
-  void reduce_scatter_sum(at::Tensor&, const at::Tensor&) override { throw std::logic_error("not used"); }
-  void broadcast(at::Tensor&, int) override { throw std::logic_error("not used"); }
-  void barrier() override {}
-
- private:
-  ThreadRanks& ranks_;
-  int rank_;
-};
 
 class ExpertParallelBlock : public ::testing::TestWithParam<Variant> {};
 

@@ -5,6 +5,7 @@
 
 #include <ft/nn/attention_mask.h>
 #include <ft/nn/attention_scores.h>
+#include <ft/nn/context_parallel.h>
 #include <ft/nn/kv_cache.h>
 #include <ft/nn/linear.h>
 #include <ft/nn/norm.h>
@@ -71,6 +72,10 @@ class AttentionImpl : public torch::nn::Module {
   }
   // Set for generation (Model's KV cache role): forward attends over the cached positions.
   std::shared_ptr<KVCache> kv_cache;
+  // Set under context parallelism (ft/model_context_parallelism.h): x holds this rank's share of
+  // each sequence (load_balanced_indices), positions their global indices, documents the global
+  // rows' lengths; attention runs round the group's ring.
+  std::shared_ptr<const ContextParallel> context_parallel;
   const AttentionScores& scores() const { return scores_; }
   // The sizes it was built with (whole, not this rank's share under tensor parallelism).
   const AttentionOptions& options() const { return options_; }

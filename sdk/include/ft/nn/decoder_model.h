@@ -1,11 +1,12 @@
 // ft::Model for any decoder a family's builder composed from ft::nn blocks: forward, sharding
-// units, separately sharded modules, activation checkpointing, tensor and expert parallelism and
-// the KV cache, once for every family. A family derives from it only for what differs: its Hugging Face
+// units, separately sharded modules, activation checkpointing, tensor, expert and context
+// parallelism and the KV cache, once for every family. A family derives from it only for what differs: its Hugging Face
 // config.json (and, where its checkpoints name parameters unlike LlamaForCausalLM's,
 // hf_parameters()).
 #pragma once
 
 #include <ft/model.h>
+#include <ft/model_context_parallelism.h>
 #include <ft/model_expert_parallelism.h>
 #include <ft/model_kv_cache.h>
 #include <ft/model_layer_checkpointing.h>
@@ -26,6 +27,7 @@ class DecoderModel : public ft::Model,
                      public ft::ModelLayerCheckpointing,
                      public ft::ModelTensorParallelism,
                      public ft::ModelExpertParallelism,
+                     public ft::ModelContextParallelism,
                      public ft::ModelKvCache {
  public:
   // `build` composes the decoder; it runs with parameters on the meta device when args.device is
@@ -60,6 +62,8 @@ class DecoderModel : public ft::Model,
   std::shared_ptr<ft::Collectives> expert_parallel_group() const override;
   std::vector<at::Tensor> expert_parallel_shards() override;
   void with_full_expert_parallel_parameters(const std::function<void()>& fn) override;
+  std::string context_parallel_problem() const override;
+  void apply_context_parallel(const std::shared_ptr<ft::Collectives>& group, ft::RotateMethod rotate) override;
   void setup_caches(std::int64_t batch_size, std::int64_t max_seq_len) override;
   void reset_caches() override;
   void remove_caches() override;
@@ -86,6 +90,7 @@ class DecoderModel : public ft::Model,
   std::optional<DecoderSplits> tensor_parallel_;
   std::optional<DecoderSplits> expert_parallel_;
   bool caches_set_up_ = false;  // generation: forward() reads and writes the KV caches
+  bool context_parallel_ = false;
 };
 
 // Hugging Face's name for a dtype in config.json's torch_dtype.
