@@ -64,6 +64,12 @@ const ft::Schema& recipe_schema() {
         .optional("expert_parallel_dim", ValueType::Int, "1",
                   "data-parallel ranks a mixture of experts' experts are split over (1: every rank holds every "
                   "expert); tokens reach their experts' ranks by all-to-all")
+        .optional("context_parallel_dim", ValueType::Int, "1",
+                  "ranks each sequence is split across (1: none): attention runs as ring attention over them, "
+                  "each holding 2 of 2 x context_parallel_dim load-balanced chunks")
+        .optional("context_parallel_rotate_method", ValueType::String, "\"allgather\"",
+                  "how keys and values travel between the context-parallel ranks: \"allgather\" (every rank's at "
+                  "once) or \"alltoall\" (round the ring, one rank's at a time)")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
         .optional("log_level", ValueType::String, "",

@@ -102,6 +102,20 @@ int read_expert_parallel_dim(const ft::ConfigNode& root) {
   return static_cast<int>(ep);
 }
 
+// Its fit to the ranks and to the model is checked with the process groups and the model.
+int read_context_parallel_dim(const ft::ConfigNode& root) {
+  const auto cp = root.get<std::int64_t>("context_parallel_dim");
+  if (cp < 1 || cp > 65536) root.fail("context_parallel_dim", "expected an integer >= 1, got " + std::to_string(cp));
+  return static_cast<int>(cp);
+}
+
+std::string read_rotate_method(const ft::ConfigNode& root) {
+  auto method = root.get<std::string>("context_parallel_rotate_method");
+  if (method != "allgather" && method != "alltoall")
+    root.fail("context_parallel_rotate_method", "expected \"allgather\" or \"alltoall\", got \"" + method + "\"");
+  return method;
+}
+
 // ac_option: an integer k, or (as torchtune's int() reads it) a string holding one.
 std::int64_t read_every_x_layer(const ft::ConfigNode& root) {
   if (!root.has("ac_option"))
@@ -251,6 +265,8 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.activation_checkpointing.offload = root.get<bool>("enable_activation_offloading", false);
   s.tensor_parallel_dim = read_tensor_parallel_dim(root);
   s.expert_parallel_dim = read_expert_parallel_dim(root);
+  s.context_parallel_dim = read_context_parallel_dim(root);
+  s.context_parallel_rotate_method = read_rotate_method(root);
   s.validation = read_validation_settings(root, s.batch_size);
   refuse_incompatible_options(root, s);
   if (root.get<bool>("compile", false))

@@ -73,6 +73,10 @@ struct TrainingSettings {
   // expert_parallel_dim: data-parallel ranks that split a mixture of experts' experts among them
   // (1: every rank holds every expert).
   int expert_parallel_dim = 1;
+  // context_parallel_dim: ranks each sequence is split across (1: none); keys and values travel
+  // between them as context_parallel_rotate_method says ("allgather" or "alltoall").
+  int context_parallel_dim = 1;
+  std::string context_parallel_rotate_method = "allgather";
   ValidationSettings validation;
 };
 

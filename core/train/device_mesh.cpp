@@ -101,12 +101,38 @@ void add_expert_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, in
   if (!mesh.expert_parallel) throw ft::Error("this rank is in no expert-parallel group");
 }
 
+// Consecutive data-parallel ranks, as the expert-parallel groups.
+void add_context_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, int context_parallel_size) {
+  const int dp = mesh.data_parallel->size();
+  const int cp = context_parallel_size;
+  if (cp < 1) root.fail("context_parallel_dim", "expected an integer >= 1");
+  if (dp % cp != 0)
+    root.fail("context_parallel_dim",
+              std::to_string(cp) + " does not divide the " + std::to_string(dp) +
+                  " data-parallel ranks of this run (its ranks / tensor_parallel_dim): world size = "
+                  "data_parallel_replicate_dim x data_parallel_shard_dim x context_parallel_dim x tensor_parallel_dim");
+  mesh.context_parallel_size = cp;
+  if (cp == 1) return;
+  for (int g = 0; g < dp / cp; ++g) {
+    std::vector<int> ranks;
+    for (int c = 0; c < cp; ++c) ranks.push_back(g * cp + c);
+    if (auto group = mesh.data_parallel_new_group(ranks)) mesh.context_parallel = std::move(group);
+  }
+  if (!mesh.context_parallel) throw ft::Error("this rank is in no context-parallel group");
+}
+
 }  // namespace
 
 DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
-                             int expert_parallel_size) {
+                             int expert_parallel_size, int context_parallel_size) {
   DeviceMesh mesh = build_data_and_tensor_parallel(groups, root, tensor_parallel_size);
   add_expert_parallel_groups(mesh, root, expert_parallel_size);
+  add_context_parallel_groups(mesh, root, context_parallel_size);
+  if (mesh.context_parallel && groups.world->rank() == 0)
+    ft::log::info(
+        "device mesh: each sequence split over {} consecutive data-parallel ranks ({} such groups, each "
+        "reading its own samples)",
+        context_parallel_size, mesh.data_parallel->size() / context_parallel_size);
   if (mesh.expert_parallel && groups.world->rank() == 0)
     ft::log::info("device mesh: experts split over groups of {} consecutive data-parallel ranks ({} groups)",
                   expert_parallel_size, mesh.data_parallel->size() / expert_parallel_size);

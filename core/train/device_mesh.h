@@ -28,12 +28,20 @@ struct DeviceMesh {
   int expert_parallel_size = 1;
   // This rank's expert-parallel group; nullptr when expert_parallel_size is 1.
   std::shared_ptr<ft::Collectives> expert_parallel;
+  int context_parallel_size = 1;
+  // The ranks sharing this rank's sequences: consecutive data-parallel ranks (the strategy
+  // reduces gradients over them as over the others, the sampler gives them the same samples);
+  // nullptr when context_parallel_size is 1.
+  std::shared_ptr<ft::Collectives> context_parallel;
+  // Which samples this rank reads: the data-parallel ranks / context_parallel_size replicas.
+  int sample_replicas(int data_parallel_size) const { return data_parallel_size / context_parallel_size; }
+  int sample_replica(int data_parallel_rank) const { return data_parallel_rank / context_parallel_size; }
 };
 
 // Collective: every rank creates every group in the same order. Throws ft::ConfigError naming
 // `tensor_parallel_dim` when it is below 1 or does not divide the world size, and
-// `expert_parallel_dim` when it does not divide the data-parallel ranks.
+// `expert_parallel_dim` or `context_parallel_dim` when it does not divide the data-parallel ranks.
 DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
-                             int expert_parallel_size = 1);
+                             int expert_parallel_size = 1, int context_parallel_size = 1);
 
 }  // namespace fthost

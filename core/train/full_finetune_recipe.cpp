@@ -9,6 +9,7 @@
 
 #include <ft/errors.h>
 #include <ft/log.h>
+#include <ft/model_context_parallelism.h>
 #include <ft/model_expert_parallelism.h>
 #include <ft/model_layer_checkpointing.h>
 #include <ft/model_tensor_parallelism.h>
@@ -111,10 +112,11 @@ void FullFinetuneRecipe::setup_process_groups() {
     ft::log::info("seed: {} (drawn at random; set seed = {} to repeat this run)", s_.seed, s_.seed);
   }
   torch::manual_seed(s_.seed);
-  mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim, s_.expert_parallel_dim);
+  mesh_ = build_device_mesh(groups_, root_, s_.tensor_parallel_dim, s_.expert_parallel_dim, s_.context_parallel_dim);
   parallelism_ = registry_.instantiate<ft::Parallelism>(
-      root_.table("parallelism"), {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank,
-                                   env_.local_world_size, s_.device, mesh_.tensor_parallel});
+      root_.table("parallelism"),
+      {mesh_.data_parallel, mesh_.data_parallel_new_group, env_.local_rank, env_.local_world_size, s_.device,
+       mesh_.tensor_parallel, mesh_.context_parallel_size});
 }
 
 void FullFinetuneRecipe::setup_metric_loggers() {
@@ -134,18 +136,56 @@ void FullFinetuneRecipe::setup_model() {
   model_parameters_ = parameter_shapes(*model_);
   if (resume_) {
     check_resumable(resume_->manifest, resume_->manifest_path, model_parameters_, env_.world_size,
-                    parallelism_->data_parallel_size(), mesh_.expert_parallel_size);
+                    parallelism_->data_parallel_size(), mesh_.expert_parallel_size, mesh_.context_parallel_size);
     load_resumed_model(*checkpointer_, *model_, *resume_);
   }
   const bool loaded = resume_ || checkpointer_->load_model(*model_);
   const std::int64_t num_parameters = count_parameters(model_->module().parameters());
   apply_tensor_parallel();
   apply_expert_parallel();
+  apply_context_parallel();
   apply_activation_checkpointing();
   trainable_ = parallelism_->parallelize(*model_);
   ft::log::info("model: {} parameters, {}, {} ({:.2f} s)", num_parameters,
                 loaded ? "weights from the checkpoint" : "random initialisation (seed " + std::to_string(s_.seed) + ")",
                 c10::toString(s_.dtype), ft::seconds_since(start));
+}
+
+void FullFinetuneRecipe::apply_context_parallel() {
+  if (!mesh_.context_parallel) return;
+  const std::string size = std::to_string(mesh_.context_parallel_size);
+  auto* context_parallelism = ft::role_of<ft::ModelContextParallelism>(*model_);
+  if (!context_parallelism)
+    root_.fail("context_parallel_dim",
+               size +
+                   ": this model cannot split its sequences across ranks (its plugin does not play the "
+                   "ContextParallelism role); use context_parallel_dim = 1");
+  if (const std::string problem = context_parallelism->context_parallel_problem(); !problem.empty())
+    root_.fail("context_parallel_dim", size + ": " + problem + "; use context_parallel_dim = 1");
+  const ft::RotateMethod rotate =
+      s_.context_parallel_rotate_method == "alltoall" ? ft::RotateMethod::AllToAll : ft::RotateMethod::AllGather;
+  try {
+    context_parallelism->apply_context_parallel(mesh_.context_parallel, rotate);
+  } catch (const ft::Error& e) {
+    root_.fail("context_parallel_dim", e.what());
+  }
+  if (env_.rank == 0)
+    ft::log::info(
+        "context parallelism: each sequence split over {} ranks in {} load-balanced chunks; keys and "
+        "values travel by {}",
+        mesh_.context_parallel_size, 2 * mesh_.context_parallel_size, ft::rotate_method_name(rotate));
+}
+
+ContextParallelShare FullFinetuneRecipe::rank_share(const ft::Batch& batch) const {
+  const at::Tensor targets = shifted_targets(batch.labels, loss_->ignore_index());
+  if (!mesh_.context_parallel) return {batch, targets};
+  ContextParallelSplit split;
+  split.size = mesh_.context_parallel_size;
+  split.rank = mesh_.context_parallel->rank();
+  split.multiple = 2 * static_cast<std::int64_t>(mesh_.context_parallel_size) * mesh_.tensor_parallel_size;
+  split.pad_id = tokenizer_ ? tokenizer_->pad_id() : 0;
+  split.ignore_index = loss_->ignore_index();
+  return context_parallel_share(batch, targets, split);
 }
 
 // Before parallelize, as torchtune wraps the layers before FSDP does.
@@ -241,11 +281,18 @@ void FullFinetuneRecipe::setup_optimizer() {
 // torchtune's loader: DistributedSampler(drop_last) over the data-parallel ranks, DataLoader(drop_last).
 void FullFinetuneRecipe::setup_data() {
   dataset_ = build_dataset(registry_, root_, tokenizer_, "dataset");
-  collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index(), mesh_.tensor_parallel_size);
+  // torchtune's pad_to_multiple_of: the tensor-parallel degree, times 2 x context_parallel_dim
+  // (each of its ranks holds two equal chunks).
+  const std::int64_t pad_to_multiple_of =
+      mesh_.tensor_parallel_size *
+      (mesh_.context_parallel ? 2 * static_cast<std::int64_t>(mesh_.context_parallel_size) : 1);
+  collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index(), pad_to_multiple_of);
 
-  const int dp_size = parallelism_->data_parallel_size();
+  // The ranks of one context-parallel group read the same samples.
+  const int dp_size = mesh_.sample_replicas(parallelism_->data_parallel_size());
   sampler_ = std::make_unique<DistributedSampler>(
-      dataset_->size(), SamplerOptions{dp_size, parallelism_->data_parallel_rank(), s_.shuffle, s_.seed, true});
+      dataset_->size(),
+      SamplerOptions{dp_size, mesh_.sample_replica(parallelism_->data_parallel_rank()), s_.shuffle, s_.seed, true});
   const auto micro_batches_per_epoch = static_cast<std::int64_t>(sampler_->num_samples()) / s_.batch_size;
   steps_per_epoch_ = micro_batches_per_epoch / s_.gradient_accumulation_steps;
   if (s_.max_steps_per_epoch && *s_.max_steps_per_epoch < steps_per_epoch_) steps_per_epoch_ = *s_.max_steps_per_epoch;
@@ -271,9 +318,12 @@ void FullFinetuneRecipe::setup_validation() {
   parts.collate = collate_.get();
   parts.ignore_index = loss_->ignore_index();
   parts.loss_of_batch = [this](const ft::Batch& batch) {
-    const at::Tensor targets = shifted_targets(batch.labels, loss_->ignore_index()).to(s_.device);
-    return ValidationLoop::LossAndTokens{loss_sum(batch, targets), targets.ne(loss_->ignore_index()).sum()};
+    const ContextParallelShare share = rank_share(batch);
+    const at::Tensor targets = share.targets.to(s_.device);
+    return ValidationLoop::LossAndTokens{loss_sum(share.batch, targets), targets.ne(loss_->ignore_index()).sum()};
   };
+  parts.sample_replica = mesh_.sample_replica(parallelism_->data_parallel_rank());
+  parts.sample_replicas = mesh_.sample_replicas(parallelism_->data_parallel_size());
   validation_ = std::make_unique<ValidationLoop>(build_dataset(registry_, root_, tokenizer_, "dataset_val"),
                                                  v.batch_size, std::move(parts));
   if (v.every_n_steps)
@@ -338,10 +388,13 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     std::vector<ft::Sample> samples;
     samples.reserve(micro_batches[i].size());
     for (auto index : micro_batches[i]) samples.push_back(dataset_->get(static_cast<std::size_t>(index)));
-    const ft::Batch batch = collate_->collate(samples);
+    const ft::Batch whole = collate_->collate(samples);
+    step.seq_len = std::max(step.seq_len, whole.tokens.size(-1));
+    // Under context parallelism this rank's positions of each row; else the rows themselves.
+    const ContextParallelShare share = rank_share(whole);
+    const ft::Batch& batch = share.batch;
     step.positions += batch.tokens.numel();
-    step.seq_len = std::max(step.seq_len, batch.tokens.size(-1));
-    const at::Tensor targets = shifted_targets(batch.labels, ignore_index).to(s_.device);
+    const at::Tensor targets = share.targets.to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
     const at::Tensor micro_batch_tokens = targets.ne(ignore_index).sum();
     rank_tokens += micro_batch_tokens;

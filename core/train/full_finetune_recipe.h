@@ -9,6 +9,7 @@
 #include "config/training_settings.h"
 #include "train/c10d_collectives.h"
 #include "train/checkpoint_manager.h"
+#include "train/context_parallel_batch.h"
 #include "train/device_mesh.h"
 #include "train/distributed_sampler.h"
 #include "train/model_flops.h"
@@ -89,6 +90,10 @@ class FullFinetuneRecipe {
   void apply_activation_checkpointing();
   void apply_tensor_parallel();
   void apply_expert_parallel();
+  void apply_context_parallel();
+  // The batch this rank computes and its targets (labels shifted as the loss reads them): under
+  // context parallelism its share of every row, else the whole batch.
+  ContextParallelShare rank_share(const ft::Batch& batch) const;
   void setup_tokenizer();
   void setup_optimizer();
   void setup_data();

@@ -84,6 +84,7 @@ std::string manifest_json(const RecipeStateManifest& m) {
   j["world_size"] = p.world_size;
   j["data_parallel_size"] = p.data_parallel_size;
   j["expert_parallel_size"] = p.expert_parallel_size;
+  j["context_parallel_size"] = p.context_parallel_size;
   j["lr_scheduler"] =
       p.lr_scheduler_last_epoch ? ordered_json{{"last_epoch", *p.lr_scheduler_last_epoch}} : ordered_json(nullptr);
   j["optimizer"] = {{"sharded", m.optimizer_sharded}, {"files", m.optimizer_files}};
@@ -131,6 +132,7 @@ RecipeStateManifest read_manifest(const std::string& path) {
   p.data_parallel_size = r.get<int>("data_parallel_size");
   // Checkpoints written before expert parallelism existed hold every expert on every rank.
   p.expert_parallel_size = root.contains("expert_parallel_size") ? r.get<int>("expert_parallel_size") : 1;
+  p.context_parallel_size = root.contains("context_parallel_size") ? r.get<int>("context_parallel_size") : 1;
   if (!root.contains("lr_scheduler"))
     throw ft::Error(path + ": missing key \"lr_scheduler\" (null without a scheduler)");
   if (!root.at("lr_scheduler").is_null())
@@ -162,7 +164,7 @@ std::vector<ParameterShape> parameter_shapes(ft::Model& model) {
 
 void check_resumable(const RecipeStateManifest& m, const std::string& manifest_path,
                      const std::vector<ParameterShape>& model, int world_size, int data_parallel_size,
-                     int expert_parallel_size) {
+                     int expert_parallel_size, int context_parallel_size) {
   const std::string another = manifest_path + ": the checkpoint belongs to another model: ";
   std::map<std::string, const ParameterShape*> ours;
   for (const auto& p : model) ours[p.name] = &p;
@@ -190,6 +192,12 @@ void check_resumable(const RecipeStateManifest& m, const std::string& manifest_p
                     std::to_string(p.expert_parallel_size) + ", this run has " + std::to_string(expert_parallel_size) +
                     " (each rank's optimizer state holds its share of the experts); resume with the same "
                     "expert_parallel_dim");
+  if (p.context_parallel_size != context_parallel_size)
+    throw ft::Error(manifest_path +
+                    ": written by a run with context_parallel_dim = " + std::to_string(p.context_parallel_size) +
+                    ", this run has " + std::to_string(context_parallel_size) +
+                    " (the ranks of a context-parallel group read the same samples, so the data order differs); "
+                    "resume with the same context_parallel_dim");
 
   const fs::path dir = fs::path(manifest_path).parent_path().parent_path();
   for (const auto& [name, size] : m.file_sizes) {
@@ -219,6 +227,7 @@ TrainingProgress progress_at(const TrainingSettings& s, int world_size, int data
   p.world_size = world_size;
   p.data_parallel_size = data_parallel_size;
   p.expert_parallel_size = s.expert_parallel_dim;
+  p.context_parallel_size = s.context_parallel_dim;
   p.lr_scheduler_last_epoch = lr_scheduler_last_epoch;
   return p;
 }

@@ -31,6 +31,7 @@ struct TrainingProgress {
   int world_size = 1;
   int data_parallel_size = 1;
   int expert_parallel_size = 1;                         // each rank's optimizer state holds its experts' moments only
+  int context_parallel_size = 1;                        // the ranks of one group read the same samples
   std::optional<std::int64_t> lr_scheduler_last_epoch;  // absent: no scheduler
 };
 
@@ -74,6 +75,6 @@ std::vector<ParameterShape> parameter_shapes(ft::Model& model);
 // missing or not the size the manifest records (truncated).
 void check_resumable(const RecipeStateManifest& manifest, const std::string& manifest_path,
                      const std::vector<ParameterShape>& model, int world_size, int data_parallel_size,
-                     int expert_parallel_size);
+                     int expert_parallel_size, int context_parallel_size = 1);
 
 }  // namespace fthost

@@ -27,8 +27,7 @@ ValidationShard validation_shard(std::size_t dataset_size, std::int64_t batch_si
 ValidationLoop::ValidationLoop(std::shared_ptr<ft::Dataset> dataset, std::int64_t batch_size, Parts parts)
     : dataset_(std::move(dataset)),
       parts_(std::move(parts)),
-      shard_(validation_shard(dataset_->size(), batch_size, parts_.parallelism->data_parallel_rank(),
-                              parts_.parallelism->data_parallel_size())) {
+      shard_(validation_shard(dataset_->size(), batch_size, parts_.sample_replica, parts_.sample_replicas)) {
   std::size_t evaluated = 0;
   for (const auto& batch : shard_.batches) evaluated += batch.size();
   ft::log::debug("validation: this rank counts {} of the {} samples, in {} batches with {} padding samples",

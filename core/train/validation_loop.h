@@ -44,6 +44,10 @@ class ValidationLoop {
     const ft::Collate* collate = nullptr;
     std::int64_t ignore_index = -100;
     LossOfBatch loss_of_batch;
+    // Which share of the set this rank evaluates: the data-parallel ranks, those of one
+    // context-parallel group counted once (they evaluate the same samples, split).
+    int sample_replica = 0;
+    int sample_replicas = 1;
   };
   struct Result {
     double loss = 0;  // +inf when no token is counted, as torchtune's

@@ -526,13 +526,17 @@ std::unique_ptr<ft::Parallelism> make_sharded(const ft::ConfigNode& cfg, ft::Par
                                    : std::to_string(world) + " ranks of this run";
   if (world % mesh.replicate != 0)
     cfg.fail("data_parallel_replicate_dim", std::to_string(mesh.replicate) + " does not divide the " + ranks);
-  mesh.shard = shard == -1 ? world / mesh.replicate : static_cast<int>(shard);
+  // Context-parallel ranks hold the same parameters and shard them among themselves too.
+  const int cp = std::max(args.context_parallel_size, 1);
+  mesh.shard = shard == -1 ? world / mesh.replicate : static_cast<int>(shard) * cp;
+  if (shard != -1 && shard < 1) cfg.fail("data_parallel_shard_dim", "expected -1 or an integer >= 1");
   if (mesh.shard < 1 || mesh.shard * mesh.replicate != world)
     cfg.fail("data_parallel_shard_dim",
-             "replicate (" + std::to_string(mesh.replicate) + ") x shard (" + std::to_string(mesh.shard) +
+             "replicate (" + std::to_string(mesh.replicate) + ") x shard (" + std::to_string(shard) +
+                 (cp > 1 ? ") x context_parallel_dim (" + std::to_string(cp) : "") +
                  (tp > 1 ? ") x tensor_parallel_dim (" + std::to_string(tp) + ") must equal the " +
                                std::to_string(world * tp) + " ranks of this run"
-                         : ") must equal the " + ranks));
+                         : ") must equal the " + std::to_string(world) + " ranks of this run"));
   ShardingOptions options;
   options.reshard_after_forward = cfg.get<bool>("reshard_after_forward");
   options.cpu_offload = cfg.get<bool>("cpu_offload");

@@ -2,8 +2,8 @@
 // (tests/golden/make_family_goldens.py: torchtune's model code where it computes what the
 // published model does, transformers' modeling code where it does not): the real fthost binary
 // trains each tiny Hugging Face fixture, under every loss, over 2 FSDP ranks, and split over 2
-// tensor-parallel ranks, and must reproduce every step and the final weights within the
-// fixtures' README tolerances.
+// tensor-parallel, expert-parallel or context-parallel ranks, and must reproduce every step and the final weights
+// within the fixtures' README tolerances.
 #include "golden_cases.h"
 #include "test_helpers.h"
 
@@ -75,6 +75,8 @@ TEST_P(FamilyLayout, TwoRanksMatchTheReference) {
 }
 
 const std::string kTp2 = "tensor_parallel_dim=2 tensor_parallel_plan._component_=";
+const std::string kCp2 = "context_parallel_dim=2 ";
+const std::string kAllToAll = "context_parallel_rotate_method=alltoall";
 
 // FSDP: the cases' 2 x 2 samples per step as 2 ranks x 2 (qwen3_untied: 2 ranks x 1). Tensor
 // parallelism: both ranks read the case's own batches. Gemma's single key/value head cannot be
@@ -107,7 +109,18 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"ep2_fsdp_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 2, 1, "expert_parallel_dim=2"},
         LayoutCase{"ep2_ddp_mixtral_linear", "mixtral_ga2_clip", kLinear, 2, 1,
                    "expert_parallel_dim=2 parallelism._component_=fthost.parallelism.ddp"},
-        LayoutCase{"ep2_fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, "expert_parallel_dim=2"}),
+        LayoutCase{"ep2_fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, "expert_parallel_dim=2"},
+        // Context parallelism: both ranks read the case's own batches, each holding two of the four
+        // chunks of every sequence; the mask kinds, soft caps and key/value layouts of every family.
+        LayoutCase{"cp2_qwen3_alltoall", "qwen3_tied_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_gemma_multi_query", "gemma_tied_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_gemma2_soft_caps_linear", "gemma2_ga2_clip", kLinear, 0, 0, kCp2},
+        LayoutCase{"cp2_gemma2_soft_caps_alltoall", "gemma2_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_mistral_sliding_alltoall", "mistral_sliding_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_mixtral_linear_alltoall", "mixtral_ga2_clip", kLinear, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_llama4_conditional_chunked_attention", "llama4_conditional_text", kChunked, 0, 0, kCp2}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // A saved Phi-3 checkpoint fuses q/k/v and gate/up again, as Hugging Face stores them.
@@ -181,6 +194,18 @@ TEST(FamilyLayouts, ExpertParallelismRefusesWhatItCannotSplit) {
           "expert_parallel_dim: 4 does not divide the 2 data-parallel ranks of this run");
   refused("qwen3_tied_ga2_clip", "2", "expert_parallel_dim=2",
           "expert_parallel_dim: 2: the model has no mixture-of-experts layer");
+}
+
+// The load-balancing loss multiplies two averages over every token of the batch; no rank of a
+// context-parallel group holds them all.
+TEST(FamilyLayouts, ContextParallelismRefusesTheLoadBalancingLoss) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", config_for("qwen3_moe_aux", kChunked, out, 0, 0));
+  const auto r = fttest::run_fthost("--nproc-per-node 2 --config " + config + " " + kCp2);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("context_parallel_dim: 2: the router's load-balancing loss (output_router_logits)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(FamilyCheckpoints, Phi3SavesTheFusedProjections) {

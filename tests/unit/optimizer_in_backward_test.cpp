@@ -141,6 +141,18 @@ TEST_F(OptimizerInBackward, DdpTwoRanksTrainAsTheOrdinaryStep) {
 
 // A run saving step checkpoints, resumed from one, continues bitwise as the uninterrupted run:
 // the per-tensor optimizers' state is saved and restored exactly.
+// Context parallelism: both ranks read the same 4 samples per step, each holding half of every
+// sequence; DDP all-reduces each bucket as its gradients arrive and the optimizer steps it.
+TEST_F(OptimizerInBackward, ContextParallelTwoRanksTrainAsTheOrdinaryStep) {
+  const std::string out = fttest::temp_dir();
+  auto r = train(out,
+                 "--nproc-per-node 2 parallelism._component_=fthost.parallelism.ddp optimizer_in_bwd=true "
+                 "context_parallel_dim=2 context_parallel_rotate_method=alltoall");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("context parallelism: each sequence split over 2 ranks"), std::string::npos) << r.output;
+  expect_same_training(out, r.output);
+}
+
 TEST_F(OptimizerInBackward, ResumesBitwiseFromItsCheckpoint) {
   for (const std::string ranks : {"", "--nproc-per-node 2 parallelism._component_=fthost.parallelism.fsdp"}) {
     SCOPED_TRACE(ranks.empty() ? "single rank" : "fsdp");

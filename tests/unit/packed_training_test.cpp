@@ -4,7 +4,8 @@
 // block-causal mask the host builds for a model that takes no document lengths (the real Llama
 // plugin, through the host's PluginLoader).
 // And the real fthost binary finetunes a tiny Llama 3 on Alpaca records through the Llama 3
-// tokenizer.json, packed and unpacked, with the loss falling.
+// tokenizer.json, packed and unpacked, with the loss falling, and packed split over 2
+// context-parallel ranks as on one.
 #include "text_data_support.h"
 
 #include <ft/collate.h>
@@ -148,6 +149,29 @@ TEST(PackedTraining, WithoutCollateFnEqualsWithIt) {
   }
   ASSERT_EQ(runs[0].size(), 3u);
   EXPECT_EQ(runs[0], runs[1]);
+}
+
+// Packs split over 2 context-parallel ranks (documents crossing the chunk and rank boundaries)
+// train as on one rank: the same token counts, the same losses to float32 rounding.
+TEST(PackedTraining, ContextParallelRanksTrainAsOneRank) {
+  std::vector<std::vector<double>> runs;
+  std::vector<std::string> token_counts;
+  for (const std::string ranks : {"", "--nproc-per-node 2 context_parallel_dim=2 num_threads=1"}) {
+    const std::string out = fttest::temp_dir();
+    const auto config = fttest::write_temp("run.toml", alpaca_run_config(out, true));
+    const auto result = fttest::run_fthost("--config " + config + " max_steps_per_epoch=3 " + ranks);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    runs.push_back(logged_losses(out + "/logs/metrics.jsonl"));
+    std::string counts;
+    std::ifstream in(out + "/logs/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) counts += nlohmann::json::parse(line)["num_tokens"].dump() + " ";
+    token_counts.push_back(counts);
+  }
+  ASSERT_EQ(runs[0].size(), 3u);
+  ASSERT_EQ(runs[1].size(), 3u);
+  EXPECT_EQ(token_counts[1], token_counts[0]);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(runs[1][i], runs[0][i], 2e-5 * std::abs(runs[0][i])) << "step " << i + 1;
 }
 
 }  // namespace
