@@ -63,6 +63,7 @@ if [[ "$mode" == --tsan ]]; then
 fi
 start=$(date +%s)
 status=0
+rm -f "$build_dir/failed-tests.txt"
 if [[ "$mode" == --tsan ]]; then
   # Without address-space randomisation: some kernels' randomised layouts overlap the ranges
   # GCC 12's TSan runtime reserves ("unexpected memory mapping").
@@ -71,4 +72,9 @@ else
   ctest "${ctest_args[@]}" || status=$?
 fi
 echo "test: $build_dir suite done in $(( $(date +%s) - start )) s"
+# The failures again, with the end of each one's output, where a long log's end shows them
+# (.ci/run prints this file last).
+if ((status != 0)); then
+  python3 scripts/failed_tests.py "$build_dir" | tee "$build_dir/failed-tests.txt"
+fi
 exit "$status"
