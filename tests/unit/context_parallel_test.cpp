@@ -2,8 +2,8 @@
 // sequence into load-balanced chunks and run attention round the ring, and must reproduce
 // torchtune's single-process golden trajectories and final weights: both rotate methods, alone
 // and composed with FSDP, DDP, tensor parallelism and activation checkpointing, and across a
-// resume (with the optimizer in backward: optimizer_in_backward_test.cpp). What cannot be split is refused by its key, before training.
-// The host's split of a batch (padding, positions, targets) is checked directly.
+// resume (with the optimizer in backward: optimizer_in_backward_test.cpp). What cannot be split is refused by its key,
+// before training. The host's split of a batch (padding, positions, targets) is checked directly.
 #include "golden_cases.h"
 #include "test_helpers.h"
 #include "train/context_parallel_batch.h"
@@ -55,7 +55,8 @@ TEST_P(ContextParallelGolden, MatchesSingleProcessTorchtune) {
 }
 
 const std::string kAllToAll = "context_parallel_rotate_method=alltoall ";
-const std::string kTp2 = "tensor_parallel_dim=2 tensor_parallel_plan._component_=torchtune.models.llama3.base_llama_tp_plan ";
+const std::string kTp2 =
+    "tensor_parallel_dim=2 tensor_parallel_plan._component_=torchtune.models.llama3.base_llama_tp_plan ";
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, ContextParallelGolden,
@@ -63,8 +64,8 @@ INSTANTIATE_TEST_SUITE_P(
         // 2 ranks, one context-parallel group.
         ContextParallelCase{"cp2_allgather_untied", "llama3_untied_ga2", kChunked, 2, 0, 0, ""},
         ContextParallelCase{"cp2_alltoall_tied_llama31_clipped", "llama31_tied_clip", kChunked, 2, 0, 0, kAllToAll},
-        ContextParallelCase{"cp2_linear_cross_entropy_tied_activation_checkpointing", "qwen2_tied_ga2_clip", kLinear,
-                            2, 0, 0, kAllToAll + "enable_activation_checkpointing=true"},
+        ContextParallelCase{"cp2_linear_cross_entropy_tied_activation_checkpointing", "qwen2_tied_ga2_clip", kLinear, 2,
+                            0, 0, kAllToAll + "enable_activation_checkpointing=true"},
         ContextParallelCase{"cp2_ddp", "llama31_tied_clip", kChunked, 2, 0, 0,
                             "parallelism._component_=fthost.parallelism.ddp"},
         // 4 ranks: 2 data-parallel groups of 2 context-parallel ranks, FSDP sharding over all 4;
@@ -94,9 +95,9 @@ TEST(ContextParallel, RefusesWhatItCannotSplitByItsKey) {
                      " context_parallel_dim=2 context_parallel_rotate_method=ring",
                  {"context_parallel_rotate_method", "expected \"allgather\" or \"alltoall\", got \"ring\""});
   // 4 ranks: 2 context-parallel ranks leave 2 for the shards, not 4.
-  expect_refused("--nproc-per-node 4" + plain_config(fttest::temp_dir()) +
-                     " context_parallel_dim=2 data_parallel_shard_dim=4",
-                 {"data_parallel_shard_dim", "x context_parallel_dim (2)"});
+  expect_refused(
+      "--nproc-per-node 4" + plain_config(fttest::temp_dir()) + " context_parallel_dim=2 data_parallel_shard_dim=4",
+      {"data_parallel_shard_dim", "x context_parallel_dim (2)"});
 }
 
 // A run resumed mid-epoch from a context-parallel checkpoint ends with the uninterrupted run's
@@ -136,7 +137,8 @@ TEST(ContextParallelShare, PadsEachRowThenKeepsTheRanksTwoChunks) {
   const fthost::ContextParallelShare share = fthost::context_parallel_share(batch, targets, split);
   EXPECT_TRUE(share.batch.tokens.equal(at::tensor({3, 4, 5, 0, 8, 9, 10, 0}, at::kLong).view({2, 4})));
   EXPECT_TRUE(share.batch.input_pos.equal(at::tensor({2, 3, 4, 5, 2, 3, 4, 5}, at::kLong).view({2, 4})));
-  EXPECT_TRUE(share.targets.equal(at::tensor({1103, 1104, 1105, -100, 1108, 1109, 1110, -100}, at::kLong).view({2, 4})));
+  EXPECT_TRUE(
+      share.targets.equal(at::tensor({1103, 1104, 1105, -100, 1108, 1109, 1110, -100}, at::kLong).view({2, 4})));
   // Rank 0: chunks 0 and 3, positions 0, 1, 6, 7 (all padding at the end).
   split.rank = 0;
   const fthost::ContextParallelShare first = fthost::context_parallel_share(batch, targets, split);

@@ -191,8 +191,8 @@ at::Tensor visit_every_block(const at::Tensor& keys_and_values, const ContextPar
     return mine;
   }
   at::Tensor block = keys_and_values;
-  at::Tensor sum = travelling ? at::zeros(keys_and_values.sizes(), keys_and_values.options().dtype(at::kFloat))
-                              : at::Tensor();
+  at::Tensor sum =
+      travelling ? at::zeros(keys_and_values.sizes(), keys_and_values.options().dtype(at::kFloat)) : at::Tensor();
   for (int step = 0; step < n; ++step) {
     visit((r - step + n) % n, block, sum);
     if (step + 1 < n) {
@@ -240,10 +240,8 @@ class RingAttentionBackward final : public torch::autograd::Node {
         [&](int source, const at::Tensor& keys_and_values, at::Tensor& grad_sum) {
           for (int a = 0; a < 2; ++a) {
             const at::Tensor q = q_.narrow(2, a * c, c);
-            compat::AttentionWithLse forward{out_.narrow(2, a * c, c).contiguous(),
-                                             lse_.narrow(2, a * c, c).contiguous(),
-                                             {},
-                                             {}};
+            compat::AttentionWithLse forward{
+                out_.narrow(2, a * c, c).contiguous(), lse_.narrow(2, a * c, c).contiguous(), {}, {}};
             const at::Tensor grad = grad_out.narrow(2, a * c, c).contiguous();
             for (int y = 0; y < 2; ++y) {
               const ChunkPair pair = chunk_pair(in_.layout, in_.query_chunks[static_cast<std::size_t>(a)],
@@ -277,26 +275,25 @@ at::Tensor fused_ring_attention(const at::Tensor& q, const at::Tensor& k, const 
   std::array<at::Tensor, 2> out, lse;
   for (std::size_t a = 0; a < 2; ++a) {
     out[a] = at::zeros(qd.narrow(2, 0, c).sizes(), qd.options().dtype(at::kFloat));
-    lse[a] = at::full({qd.size(0), qd.size(1), c}, -std::numeric_limits<float>::infinity(),
-                      qd.options().dtype(at::kFloat));
+    lse[a] =
+        at::full({qd.size(0), qd.size(1), c}, -std::numeric_limits<float>::infinity(), qd.options().dtype(at::kFloat));
   }
-  visit_every_block(at::stack({kd, vd}), in.context, /*travelling=*/false,
-                    [&](int source, const at::Tensor& keys_and_values, at::Tensor&) {
-                      for (int a = 0; a < 2; ++a) {
-                        const at::Tensor q_chunk = qd.narrow(2, a * c, c);
-                        for (int y = 0; y < 2; ++y) {
-                          const ChunkPair pair =
-                              chunk_pair(in.layout, in.query_chunks[static_cast<std::size_t>(a)],
-                                         in.layout.chunk_held(source, y), in.scores.mask, qd.scalar_type());
-                          if (pair.kind == ChunkPair::Kind::None) continue;
-                          const compat::AttentionWithLse block =
-                              attend_chunk(q_chunk, keys_and_values[0].narrow(2, y * c, c),
-                                           keys_and_values[1].narrow(2, y * c, c), pair, in.scores.scale);
-                          merge_into(out[static_cast<std::size_t>(a)], lse[static_cast<std::size_t>(a)], block.out,
-                                     block.lse);
-                        }
-                      }
-                    });
+  visit_every_block(
+      at::stack({kd, vd}), in.context, /*travelling=*/false,
+      [&](int source, const at::Tensor& keys_and_values, at::Tensor&) {
+        for (int a = 0; a < 2; ++a) {
+          const at::Tensor q_chunk = qd.narrow(2, a * c, c);
+          for (int y = 0; y < 2; ++y) {
+            const ChunkPair pair = chunk_pair(in.layout, in.query_chunks[static_cast<std::size_t>(a)],
+                                              in.layout.chunk_held(source, y), in.scores.mask, qd.scalar_type());
+            if (pair.kind == ChunkPair::Kind::None) continue;
+            const compat::AttentionWithLse block =
+                attend_chunk(q_chunk, keys_and_values[0].narrow(2, y * c, c), keys_and_values[1].narrow(2, y * c, c),
+                             pair, in.scores.scale);
+            merge_into(out[static_cast<std::size_t>(a)], lse[static_cast<std::size_t>(a)], block.out, block.lse);
+          }
+        }
+      });
   at::Tensor result = at::cat({out[0], out[1]}, 2).to(q.scalar_type());
   if (!at::GradMode::is_enabled() || !(q.requires_grad() || k.requires_grad() || v.requires_grad())) return result;
   auto node = compat::make_autograd_node<RingAttentionBackward>(std::move(in), qd, kd, vd, result.detach(),
@@ -335,7 +332,8 @@ at::Tensor explicit_ring_attention(const at::Tensor& q, const at::Tensor& k, con
   std::vector<at::Tensor> chunks(static_cast<std::size_t>(2 * n));
   for (int j = 0; j < n; ++j)
     for (int y = 0; y < 2; ++y)
-      chunks[static_cast<std::size_t>(in.layout.chunk_held(j, y))] = blocks[static_cast<std::size_t>(j)].narrow(3, y * c, c);
+      chunks[static_cast<std::size_t>(in.layout.chunk_held(j, y))] =
+          blocks[static_cast<std::size_t>(j)].narrow(3, y * c, c);
   const at::Tensor whole = at::cat(chunks, 3);  // [2, b, kv_heads, seq_len, hd]
   const at::Tensor mine = load_balanced_indices(c * 2 * n, n, r).to(q.device());
   const SequenceLayout& layout = in.layout;
