@@ -12,15 +12,17 @@ import re
 import sys
 
 
+FIRST_FAILURE = re.compile(r"Failure$|: error|ERROR: |Sanitizer|runtime error|terminate called|Segmentation")
+
+
 def outputs_by_test(log_text):
     """Maps each test name to the output ctest recorded for it."""
     outputs = {}
-    for block in re.split(r"^-{58}\n(?=\d+/\d+ Testing: )", log_text, flags=re.M):
-        header = re.match(r"\d+/\d+ Testing: (.*)\n", block)
-        if not header:
-            continue
-        body = block.split("Output:\n" + "-" * 58 + "\n", 1)
-        text = body[1] if len(body) == 2 else block
+    headers = list(re.finditer(r"^\d+/\d+ Testing: (.*)$", log_text, flags=re.M))
+    for i, header in enumerate(headers):
+        block = log_text[header.end(): headers[i + 1].start() if i + 1 < len(headers) else len(log_text)]
+        parts = re.split(r"^Output:\n-+\n", block, maxsplit=1, flags=re.M)
+        text = parts[1] if len(parts) == 2 else block
         outputs[header.group(1).strip()] = text.split("<end of output>", 1)[0]
     return outputs
 
@@ -49,8 +51,12 @@ def main():
         print(f"  {name}")
     for name in failed[: args.outputs]:
         lines = outputs.get(name, "(no output recorded)\n").rstrip("\n").split("\n")
-        print(f"--- {name}: the last {min(len(lines), args.lines)} of {len(lines)} lines of its output")
-        for line in lines[-args.lines:]:
+        # From the first failure report (gtest's, a sanitizer's, an error), else the end.
+        first = next((i for i, line in enumerate(lines) if FIRST_FAILURE.search(line)), None)
+        shown = lines[max(first - 2, 0): first - 2 + args.lines] if first is not None else lines[-args.lines:]
+        where = f"from line {max(first - 2, 0) + 1}" if first is not None else "the end"
+        print(f"--- {name}: {len(shown)} of its {len(lines)} output lines, {where}")
+        for line in shown:
             print(f"    {line[:400]}")
     return 0
 
