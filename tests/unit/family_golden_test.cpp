@@ -112,15 +112,24 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"ep2_fsdp_llama4_conditional", "llama4_conditional_text", kChunked, 1, 1, "expert_parallel_dim=2"},
         // Context parallelism: both ranks read the case's own batches, each holding two of the four
         // chunks of every sequence; the mask kinds, soft caps and key/value layouts of every family.
+        // Every family under both rotate methods.
+        LayoutCase{"cp2_qwen3", "qwen3_tied_ga2_clip", kChunked, 0, 0, kCp2},
         LayoutCase{"cp2_qwen3_alltoall", "qwen3_tied_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
         LayoutCase{"cp2_gemma_multi_query", "gemma_tied_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_gemma_multi_query_alltoall", "gemma_tied_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
         LayoutCase{"cp2_gemma2_soft_caps_linear", "gemma2_ga2_clip", kLinear, 0, 0, kCp2},
         LayoutCase{"cp2_gemma2_soft_caps_alltoall", "gemma2_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_mistral_sliding", "mistral_sliding_ga2_clip", kChunked, 0, 0, kCp2},
         LayoutCase{"cp2_mistral_sliding_alltoall", "mistral_sliding_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
         LayoutCase{"cp2_phi3", "phi3_untied_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_phi3_alltoall", "phi3_untied_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
         LayoutCase{"cp2_qwen3_moe", "qwen3_moe_ga2_clip", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_qwen3_moe_alltoall", "qwen3_moe_ga2_clip", kChunked, 0, 0, kCp2 + kAllToAll},
+        LayoutCase{"cp2_mixtral_linear", "mixtral_ga2_clip", kLinear, 0, 0, kCp2},
         LayoutCase{"cp2_mixtral_linear_alltoall", "mixtral_ga2_clip", kLinear, 0, 0, kCp2 + kAllToAll},
-        LayoutCase{"cp2_llama4_conditional_chunked_attention", "llama4_conditional_text", kChunked, 0, 0, kCp2}),
+        LayoutCase{"cp2_llama4_conditional_chunked_attention", "llama4_conditional_text", kChunked, 0, 0, kCp2},
+        LayoutCase{"cp2_llama4_conditional_chunked_attention_alltoall", "llama4_conditional_text", kChunked, 0, 0,
+                   kCp2 + kAllToAll}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // A saved Phi-3 checkpoint fuses q/k/v and gate/up again, as Hugging Face stores them.
