@@ -130,9 +130,29 @@ void rewrite_collate_fn(ft::detail::ConfigDocument& doc, const ft::ConfigNode& r
   }
 }
 
+void rewrite_checkpoint_retention(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {
+  const std::string from = "checkpointer.keep_last_n_checkpoints";
+  if (!root.is_table("checkpointer") || !root.table("checkpointer").has("keep_last_n_checkpoints")) return;
+  const ft::ConfigNode checkpointer = root.table("checkpointer");
+  if (root.has("keep_last_n"))
+    root.fail("keep_last_n", "give the number of checkpoints to keep once: keep_last_n or " + from);
+  toml::table* table = doc.root().get("checkpointer")->as_table();
+  const toml::node* value = table->get("keep_last_n_checkpoints");
+  if (!value->is_integer() || value->as_integer()->get() < 1)
+    checkpointer.fail(
+        "keep_last_n_checkpoints",
+        "expected an integer >= 1 (how many of the newest checkpoints to keep), got " + ft::detail::describe(*value));
+  // Moved, not copied: the effective config must load again, and the checkpointer's schema does
+  // not take the key.
+  doc.root().insert_or_assign("keep_last_n", *value);
+  carry_origin(doc, from, "keep_last_n");
+  table->erase("keep_last_n_checkpoints");
+}
+
 void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root, int world_size, int rank) {
   rewrite_parallelism_keys(doc, root, world_size, rank);
   rewrite_collate_fn(doc, root);
+  rewrite_checkpoint_retention(doc, root);
 }
 
 void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root) {

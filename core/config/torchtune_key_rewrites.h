@@ -19,6 +19,10 @@ void rewrite_parallelism_keys(ft::detail::ConfigDocument& doc, const ft::ConfigN
 // does; a `[collate]` table that would mix a pack's documents is an error.
 void rewrite_collate_fn(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root);
 
+// Top-level `keep_last_n` from `checkpointer.keep_last_n_checkpoints` (torchtune's single-device
+// configs: keep the newest N checkpoints); giving both, or anything but an integer >= 1, is an error.
+void rewrite_checkpoint_retention(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root);
+
 // Every rewrite above, for the process's rank and world size.
 void rewrite_torchtune_keys(ft::detail::ConfigDocument& doc, const ft::ConfigNode& root);
 // For `world_size` ranks; rank 0 logs what it chose, and a rank < 0 (the launcher's check before

@@ -8,6 +8,7 @@
 #include <ft/errors.h>
 
 #include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
 
 using fttest::error_of;
 
@@ -135,6 +136,44 @@ TEST(TorchtuneKeyRewrites, MixedPackedAndUnpackedDatasetsAreRefused) {
   const std::string message = fttest::error_of<ft::ConfigError>(
       [] { collate_of("[[dataset]]\n_component_ = \"a\"\npacked = true\n[[dataset]]\n_component_ = \"b\"\n"); });
   EXPECT_NE(message.find("1 of the 2 datasets set packed = true"), std::string::npos) << message;
+}
+
+// torchtune's single-device configs keep N checkpoints with the checkpointer's
+// keep_last_n_checkpoints: fthost's keep_last_n, moved to the top level where the recipe reads it.
+TEST(TorchtuneKeyRewrites, CheckpointerKeepLastNCheckpointsBecomesKeepLastN) {
+  const std::string yaml = "seed: 0\ncheckpointer:\n  _component_: x\n  keep_last_n_checkpoints: 2\n";
+  Loaded c = load(yaml, "run.yaml");
+  fthost::rewrite_torchtune_keys(*c.doc, c.root, /*world_size=*/1, /*rank=*/-1);
+  EXPECT_EQ(c.root.get<std::int64_t>("keep_last_n"), 2);
+  EXPECT_FALSE(c.root.table("checkpointer").has("keep_last_n_checkpoints"));
+  EXPECT_EQ(from_file_name(c.root.origin("keep_last_n"), "run.yaml"), "run.yaml:4");
+
+  Loaded both = load(yaml + "keep_last_n: 3\n", "run.yaml");
+  EXPECT_NE(error_of<ft::ConfigError>([&] { fthost::rewrite_checkpoint_retention(*both.doc, both.root); })
+                .find("keep_last_n: give the number of checkpoints to keep once: keep_last_n or "
+                      "checkpointer.keep_last_n_checkpoints"),
+            std::string::npos);
+  Loaded zero = load("[checkpointer]\n_component_ = \"x\"\nkeep_last_n_checkpoints = 0\n");
+  EXPECT_NE(error_of<ft::ConfigError>([&] {
+              fthost::rewrite_checkpoint_retention(*zero.doc, zero.root);
+            }).find("checkpointer.keep_last_n_checkpoints: expected an integer >= 1"),
+            std::string::npos);
+}
+
+// The real run keeps only the newest 2 of its 4 step checkpoints.
+TEST(TorchtuneKeyRewrites, KeepLastNCheckpointsPrunesARun) {
+  const std::string out = fttest::temp_dir();
+  const auto result =
+      fttest::run_fthost("--config " + std::string(FT_SOURCE_DIR) +
+                         "/configs/tiny_demo.toml epochs=1 max_steps_per_epoch=4 save_every_n_steps=1 "
+                         "checkpointer.keep_last_n_checkpoints=2 output_dir=" +
+                         out + " dataset.source=" + std::string(FT_SOURCE_DIR) + "/configs/demo/sort_tokens.jsonl");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_FALSE(boost::filesystem::exists(out + "/step_1"));
+  EXPECT_FALSE(boost::filesystem::exists(out + "/step_2"));
+  EXPECT_TRUE(boost::filesystem::exists(out + "/step_3"));
+  EXPECT_TRUE(boost::filesystem::exists(out + "/epoch_0"));
+  EXPECT_NE(result.output.find("(keep_last_n = 2)"), std::string::npos) << result.output;
 }
 
 TEST(TorchtuneKeyRewrites, RunWithACollateTableAndNoParallelismTable) {
