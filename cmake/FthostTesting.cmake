@@ -15,8 +15,40 @@
 include_guard(GLOBAL)
 include(GoogleTest)
 
+option(FTHOST_TEST_PCH "Precompile the headers nearly every test includes, once for all test executables" ON)
+# LibTorch's ATen and the rest, parsed once instead of in each of the ~70 test sources (measured:
+# 581 s of compile jobs for the test sources instead of 745 s). One target owns the precompiled
+# header and the others reuse it, which GCC allows because every test executable has the same
+# compile definitions and flags.
+set(FTHOST_TEST_PCH_HEADERS <ATen/ATen.h> <torch/csrc/autograd/autograd.h> <gtest/gtest.h> <nlohmann/json.hpp>
+    <boost/filesystem.hpp>)
+
 set(FTHOST_TEST_PLUGIN_ROOT "${CMAKE_BINARY_DIR}/test_plugins")
 set(FTHOST_FAMILY_GOLDEN_DIR "${CMAKE_BINARY_DIR}/family_goldens")
+
+# What every test executable compiles with: the helpers' directory, the libraries and the paths
+# above as definitions.
+function(fthost_test_compile_settings target)
+  target_include_directories(${target} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(${target} PRIVATE fthost_core fthost_warnings GTest::gtest_main nlohmann_json::nlohmann_json)
+  target_compile_definitions(${target} PRIVATE
+    FT_TEST_PLUGIN_ROOT="${FTHOST_TEST_PLUGIN_ROOT}"
+    FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
+    FTHOST_BINARY="$<TARGET_FILE:fthost>"
+    FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FT_FAMILY_GOLDEN_DIR="${FTHOST_FAMILY_GOLDEN_DIR}")
+endfunction()
+
+# The precompiled header's own small executable (an empty source and GoogleTest's main), so that
+# building one test executable does not build another to get the header.
+function(fthost_test_pch_owner)
+  if(TARGET fthost_test_pch)
+    return()
+  endif()
+  add_executable(fthost_test_pch "${PROJECT_SOURCE_DIR}/tests/test_pch_anchor.cpp")
+  fthost_test_compile_settings(fthost_test_pch)
+  target_precompile_headers(fthost_test_pch PRIVATE ${FTHOST_TEST_PCH_HEADERS})
+endfunction()
 
 function(fthost_add_test name)
   cmake_parse_arguments(ARG "FAMILY_GOLDENS" "" "SOURCES;LINK;PLUGINS;LABELS" ${ARGN})
@@ -25,16 +57,13 @@ function(fthost_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   # Test sources in subfolders (tests/unit/plugins/) include the shared helpers by bare name.
-  target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
-  target_link_libraries(${name} PRIVATE fthost_core fthost_warnings GTest::gtest_main nlohmann_json::nlohmann_json
-                        ${ARG_LINK})
-  target_compile_definitions(${name} PRIVATE
-    FT_TEST_PLUGIN_ROOT="${FTHOST_TEST_PLUGIN_ROOT}"
-    FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
-    FTHOST_BINARY="$<TARGET_FILE:fthost>"
-    FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    FT_FAMILY_GOLDEN_DIR="${FTHOST_FAMILY_GOLDEN_DIR}")
+  fthost_test_compile_settings(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_LINK})
   add_dependencies(${name} fthost fthost_training ${ARG_PLUGINS})
+  if(FTHOST_TEST_PCH)
+    fthost_test_pch_owner()
+    target_precompile_headers(${name} REUSE_FROM fthost_test_pch)
+  endif()
   set(properties)
   if(ARG_LABELS)
     list(APPEND properties LABELS "${ARG_LABELS}")
