@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #if FT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -101,6 +102,24 @@ struct AttentionWithLse {
   at::Tensor philox_seed, philox_offset;  // CUDA's backward wants them back (no dropout here)
 };
 
+// CUDA's memory-efficient kernel reads the bias with rows aligned to 16 elements (SDPA pads it
+// the same way) and takes it broadcast to every batch row and head, which expand() does without
+// a copy.
+inline std::optional<at::Tensor> efficient_attention_bias(const std::optional<at::Tensor>& mask, const at::Tensor& q,
+                                                          const at::Tensor& k) {
+  if (!mask) return std::nullopt;
+  at::Tensor bias = *mask;
+  const std::int64_t keys = bias.size(-1);
+  if (keys % 16 != 0) {
+    std::vector<std::int64_t> sizes = bias.sizes().vec();
+    sizes.back() = (keys + 15) / 16 * 16;
+    at::Tensor aligned = at::zeros(sizes, bias.options());
+    aligned.narrow(-1, 0, keys).copy_(bias);
+    bias = aligned.narrow(-1, 0, keys);
+  }
+  return bias.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
+}
+
 inline AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                            const std::optional<at::Tensor>& additive_mask, bool is_causal,
                                            double scale) {
@@ -109,7 +128,7 @@ inline AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor
     return {out, lse, {}, {}};
   }
   auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
-      q, k, v, additive_mask, /*compute_log_sumexp=*/true, 0.0, is_causal, scale);
+      q, k, v, efficient_attention_bias(additive_mask, q, k), /*compute_log_sumexp=*/true, 0.0, is_causal, scale);
   return {out, lse, seed, offset};
 }
 
@@ -126,9 +145,12 @@ inline AttentionGradients attention_with_lse_backward(const at::Tensor& grad_out
         grad_out, q, k, v, forward.out, forward.lse, 0.0, is_causal, additive_mask, scale);
     return {dq, dk, dv};
   }
+  // Without dropout the random state is never read; the operator still takes the tensors.
+  const auto defined_or_zero = [](const at::Tensor& t) { return t.defined() ? t : at::zeros({}, at::kLong); };
   auto [dq, dk, dv, dbias] = at::_scaled_dot_product_efficient_attention_backward(
-      grad_out, q, k, v, additive_mask.value_or(at::Tensor()), forward.out, forward.lse, forward.philox_seed,
-      forward.philox_offset, 0.0, {true, true, true, false}, is_causal, scale);
+      grad_out, q, k, v, efficient_attention_bias(additive_mask, q, k).value_or(at::Tensor()), forward.out, forward.lse,
+      defined_or_zero(forward.philox_seed), defined_or_zero(forward.philox_offset), 0.0, {true, true, true, false},
+      is_causal, scale);
   return {dq, dk, dv};
 }
 
