@@ -76,8 +76,8 @@ inline at::Tensor allowed_keys(const RingCase& c, std::int64_t seq_len) {
   return allowed;
 }
 
-inline at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
-                               double softcap) {
+inline at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& allowed, double softcap) {
   const std::int64_t group = q.size(1) / k.size(1);
   at::Tensor scores = at::matmul(q, k.repeat_interleave(group, 1).transpose(-1, -2)) / std::sqrt(double(kHeadDim));
   if (softcap > 0) scores = at::tanh(scores / softcap) * softcap;
