@@ -81,44 +81,25 @@ DeviceMesh build_data_and_tensor_parallel(const ProcessGroups& groups, const ft:
   return mesh;
 }
 
-// Consecutive data-parallel ranks, each group created for every tensor-parallel coordinate.
-void add_expert_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, int expert_parallel_size) {
+// Groups of `size` consecutive data-parallel ranks (expert and context parallelism), each created
+// for every tensor-parallel coordinate; returns this rank's, nullptr when `size` is 1. `key`
+// names the setting in the refusals; `why` follows the refusal of a size that does not divide.
+std::shared_ptr<ft::Collectives> consecutive_data_parallel_group(const DeviceMesh& mesh, const ft::ConfigNode& root,
+                                                                 const char* key, int size, const std::string& why) {
   const int dp = mesh.data_parallel->size();
-  const int ep = expert_parallel_size;
-  if (ep < 1) root.fail("expert_parallel_dim", "expected an integer >= 1");
-  if (dp % ep != 0)
-    root.fail("expert_parallel_dim",
-              std::to_string(ep) + " does not divide the " + std::to_string(dp) +
-                  " data-parallel ranks of this run (its ranks / tensor_parallel_dim): the experts are split over "
-                  "groups of expert_parallel_dim consecutive data-parallel ranks");
-  mesh.expert_parallel_size = ep;
-  if (ep == 1) return;
-  for (int g = 0; g < dp / ep; ++g) {
+  if (size < 1) root.fail(key, "expected an integer >= 1");
+  if (dp % size != 0)
+    root.fail(key, std::to_string(size) + " does not divide the " + std::to_string(dp) +
+                       " data-parallel ranks of this run (its ranks / tensor_parallel_dim): " + why);
+  if (size == 1) return nullptr;
+  std::shared_ptr<ft::Collectives> mine;
+  for (int g = 0; g < dp / size; ++g) {
     std::vector<int> ranks;
-    for (int e = 0; e < ep; ++e) ranks.push_back(g * ep + e);
-    if (auto group = mesh.data_parallel_new_group(ranks)) mesh.expert_parallel = std::move(group);
+    for (int i = 0; i < size; ++i) ranks.push_back(g * size + i);
+    if (auto group = mesh.data_parallel_new_group(ranks)) mine = std::move(group);
   }
-  if (!mesh.expert_parallel) throw ft::Error("this rank is in no expert-parallel group");
-}
-
-// Consecutive data-parallel ranks, as the expert-parallel groups.
-void add_context_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, int context_parallel_size) {
-  const int dp = mesh.data_parallel->size();
-  const int cp = context_parallel_size;
-  if (cp < 1) root.fail("context_parallel_dim", "expected an integer >= 1");
-  if (dp % cp != 0)
-    root.fail("context_parallel_dim",
-              std::to_string(cp) + " does not divide the " + std::to_string(dp) +
-                  " data-parallel ranks of this run (its ranks / tensor_parallel_dim): world size = "
-                  "data_parallel_replicate_dim x data_parallel_shard_dim x context_parallel_dim x tensor_parallel_dim");
-  mesh.context_parallel_size = cp;
-  if (cp == 1) return;
-  for (int g = 0; g < dp / cp; ++g) {
-    std::vector<int> ranks;
-    for (int c = 0; c < cp; ++c) ranks.push_back(g * cp + c);
-    if (auto group = mesh.data_parallel_new_group(ranks)) mesh.context_parallel = std::move(group);
-  }
-  if (!mesh.context_parallel) throw ft::Error("this rank is in no context-parallel group");
+  if (!mine) throw ft::Error(std::string("this rank is in no group of ") + key + " consecutive data-parallel ranks");
+  return mine;
 }
 
 }  // namespace
@@ -126,8 +107,15 @@ void add_context_parallel_groups(DeviceMesh& mesh, const ft::ConfigNode& root, i
 DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
                              int expert_parallel_size, int context_parallel_size) {
   DeviceMesh mesh = build_data_and_tensor_parallel(groups, root, tensor_parallel_size);
-  add_expert_parallel_groups(mesh, root, expert_parallel_size);
-  add_context_parallel_groups(mesh, root, context_parallel_size);
+  mesh.expert_parallel = consecutive_data_parallel_group(
+      mesh, root, "expert_parallel_dim", expert_parallel_size,
+      "the experts are split over groups of expert_parallel_dim consecutive data-parallel ranks");
+  mesh.expert_parallel_size = expert_parallel_size;
+  mesh.context_parallel = consecutive_data_parallel_group(
+      mesh, root, "context_parallel_dim", context_parallel_size,
+      "world size = data_parallel_replicate_dim x data_parallel_shard_dim x context_parallel_dim x "
+      "tensor_parallel_dim");
+  mesh.context_parallel_size = context_parallel_size;
   if (mesh.context_parallel && groups.world->rank() == 0)
     ft::log::info(
         "device mesh: each sequence split over {} consecutive data-parallel ranks ({} such groups, each "
