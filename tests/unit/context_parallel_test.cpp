@@ -74,13 +74,7 @@ INSTANTIATE_TEST_SUITE_P(
         ContextParallelCase{"cp2_x_tp2_alltoall", "qwen2_tied_ga2_clip", kChunked, 4, 0, 0, kTp2 + kAllToAll}),
     [](const auto& param_info) { return param_info.param.name; });
 
-// A failing run: non-zero exit and every expected fragment in its output.
-void expect_refused(const std::string& args, const std::vector<std::string>& fragments) {
-  const auto r = fttest::run_fthost(args);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  for (const auto& f : fragments)
-    EXPECT_NE(r.output.find(f), std::string::npos) << "missing: " << f << "\n" << r.output;
-}
+using fttest::expect_refused;
 
 std::string plain_config(const std::string& out) {
   return " --config " + fttest::write_temp("run.toml", config_for("llama3_untied_ga2", kChunked, out));

@@ -123,13 +123,7 @@ TEST(TensorParallel, ActivationCheckpointingChangesNoNumber) {
   EXPECT_TRUE(weights[true] == weights[false]) << "final weights differ";
 }
 
-// A failing run: non-zero exit and every expected fragment in its output.
-void expect_refused(const std::string& args, const std::vector<std::string>& fragments) {
-  const auto r = fttest::run_fthost(args);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  for (const auto& f : fragments)
-    EXPECT_NE(r.output.find(f), std::string::npos) << "missing: " << f << "\n" << r.output;
-}
+using fttest::expect_refused;
 
 std::string plain_config(const std::string& out) {
   return " --config " + fttest::write_temp("run.toml", config_for("llama3_untied_ga2", kChunked, out));

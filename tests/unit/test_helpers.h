@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace fttest {
 
@@ -106,6 +107,14 @@ inline CommandResult run_shell(const std::string& command) { return run_command_
 
 // Runs the fthost binary with `args` (shell syntax) and waits for it.
 inline CommandResult run_fthost(const std::string& args) { return run_shell(std::string(FTHOST_BINARY) + " " + args); }
+
+// A failing fthost run: non-zero exit and every expected fragment in its output.
+inline void expect_refused(const std::string& args, const std::vector<std::string>& fragments) {
+  const auto r = run_fthost(args);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  for (const auto& f : fragments)
+    EXPECT_NE(r.output.find(f), std::string::npos) << "missing: " << f << "\n" << r.output;
+}
 
 // A fresh empty directory for one test.
 inline std::string temp_dir() { return boost::filesystem::path(write_temp("placeholder", "")).parent_path().string(); }
