@@ -70,6 +70,12 @@ const ft::Schema& recipe_schema() {
         .optional("context_parallel_rotate_method", ValueType::String, "\"allgather\"",
                   "how keys and values travel between the context-parallel ranks: \"allgather\" (every rank's at "
                   "once) or \"alltoall\" (round the ring, one rank's at a time)")
+        .optional("preemption_signals", ValueType::List, "[\"SIGTERM\", \"SIGINT\", \"SIGUSR1\"]",
+                  "signals that stop the run at the next optimizer step, after saving that step (exit status 75); "
+                  "[]: none")
+        .optional("preemption_grace_s", ValueType::Int, "",
+                  "seconds after the first stop signal by which the run ends itself, saved or not (unset: no "
+                  "limit of its own)")
         .optional("distributed_timeout_s", ValueType::Float, "300",
                   "a collective not finished after this long fails the run on every rank")
         .optional("log_level", ValueType::String, "",

@@ -268,6 +268,7 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.context_parallel_dim = read_context_parallel_dim(root);
   s.context_parallel_rotate_method = read_rotate_method(root);
   s.validation = read_validation_settings(root, s.batch_size);
+  s.preemption = read_preemption_settings(root);
   refuse_incompatible_options(root, s);
   if (root.get<bool>("compile", false))
     ft::log::warn("compile = true: fthost runs LibTorch eagerly; the key is accepted and has no effect");

@@ -3,6 +3,7 @@
 // Component tables are read by their plugins; nothing else in the host reads a top-level key.
 #pragma once
 
+#include "config/preemption_settings.h"
 #include "config/validation_settings.h"
 
 #include <ft/config.h>
@@ -78,6 +79,7 @@ struct TrainingSettings {
   int context_parallel_dim = 1;
   std::string context_parallel_rotate_method = "allgather";
   ValidationSettings validation;
+  PreemptionSettings preemption;
 };
 
 // Throws ft::ConfigError naming the key, with the seed's wording where the seed has a rule.

@@ -196,6 +196,7 @@ struct CheckpointManager::Snapshot {
   at::Tensor rng;                          // rank 0
   c10::ScalarType model_dtype = c10::ScalarType::Float;
   Clock::time_point started;
+  bool background = false;  // written by a background thread
 };
 
 CheckpointManager::CheckpointManager(CheckpointSettings settings, std::shared_ptr<ft::Collectives> world, Parts parts,
@@ -226,9 +227,10 @@ CheckpointManager::~CheckpointManager() {
   if (background_error_) ft::log::error("checkpoint: the background save of {} failed (see above)", background_tag_);
 }
 
-void CheckpointManager::save(const std::string& tag, const TrainingProgress& progress) {
+void CheckpointManager::save(const std::string& tag, const TrainingProgress& progress, Mode mode) {
   const auto entered = Clock::now();
   wait();
+  const bool background = s_.async && mode == Mode::AsConfigured;
   const int rank = world_->rank();
   Snapshot snap;
   snap.started = Clock::now();
@@ -259,7 +261,7 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   if (snap.sharded || rank == 0) {
     // The live moments are only stable until the next step: a background save needs copies.
     snap.optimizer = parts_.optimizer->state();
-    if (s_.async) snap.optimizer = cpu_copies(snap.optimizer);
+    if (background) snap.optimizer = cpu_copies(snap.optimizer);
   }
   if (rank == 0) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -270,7 +272,8 @@ void CheckpointManager::save(const std::string& tag, const TrainingProgress& pro
   }
   world_->barrier();  // the staging directory exists for every rank
 
-  if (!s_.async) {
+  snap.background = background;
+  if (!background) {
     with_host_errors([&] { write(snap); });
     world_->barrier();  // no rank trains on before the checkpoint is complete
     if (rank == 0) ft::log::info("checkpoint: {}: training blocked {:.2f} s", tag, seconds_since(entered));
@@ -359,7 +362,7 @@ void CheckpointManager::commit(const Snapshot& snap) {
   const std::string final_dir = (fs::path(s_.dir) / snap.tag).string();
   ft::install_directory(snap.staging, final_dir);
   ft::log::info("checkpoint: saved {} ({:.1f} MB, step {}) in {:.2f} s{}", final_dir, static_cast<double>(bytes) / 1e6,
-                snap.progress.steps_run, seconds_since(snap.started), s_.async ? " (in the background)" : "");
+                snap.progress.steps_run, seconds_since(snap.started), snap.background ? " (in the background)" : "");
 
   if (s_.keep_last_n > 0) {
     auto all = complete_checkpoints(s_.dir);

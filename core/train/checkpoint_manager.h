@@ -70,9 +70,11 @@ class CheckpointManager {
   }
 
   // Collective. Saves the run as `<dir>/<tag>/`. Synchronous: returns when the checkpoint is
-  // complete. Async: returns once the tensors are copied; the files are written in the
-  // background and the next save() or wait() waits for them.
-  void save(const std::string& tag, const TrainingProgress& progress);
+  // complete. Async (enable_async_checkpointing, unless `mode` says Synchronous): returns once
+  // the tensors are copied; the files are written in the background and the next save() or
+  // wait() waits for them.
+  enum class Mode { AsConfigured, Synchronous };
+  void save(const std::string& tag, const TrainingProgress& progress, Mode mode = Mode::AsConfigured);
   // Waits for the background save; throws ft::Error if it failed.
   void wait();
 

@@ -5,6 +5,7 @@
 #include "train/expert_load_metrics.h"
 #include "train/heap_reuse.h"
 #include "train/metric_logger_fanout.h"
+#include "train/preemption_signals.h"
 #include "train/thread_settings.h"
 
 #include <ft/errors.h>
@@ -26,6 +27,12 @@
 namespace fthost {
 
 namespace {
+
+// What asked this rank to stop, for the log.
+std::string stop_origin() {
+  const int signal = PreemptionSignals::requested();
+  return signal ? signal_name(signal) : "a signal to another rank";
+}
 
 // Targets in the loss: labels shifted left by one, the last position ignored (torchtune's
 // hstack with its ignore-labels cache).
@@ -346,7 +353,14 @@ void FullFinetuneRecipe::setup_lr_scheduler() {
       registry_.instantiate<ft::LRScheduler>(root_.table("lr_scheduler"), {optimizer_.get(), total_steps_, last_epoch});
 }
 
-void FullFinetuneRecipe::train() {
+FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
+  if (!s_.preemption.signals.empty() && stop_requested_anywhere()) {
+    if (env_.rank == 0)
+      ft::log::warn("stop requested ({}) before the first step of this run: nothing new to save{}; exit status {}",
+                    stop_origin(), resume_ ? ", " + resume_->dir + " stays the newest checkpoint" : std::string(),
+                    kPreemptedExitCode);
+    return RunEnd::Stopped;
+  }
   if (env_.rank == 0) {
     ProgressLine::Options options;
     options.initial_step = global_step_;  // a resumed run's rate counts its own steps only
@@ -362,7 +376,11 @@ void FullFinetuneRecipe::train() {
       const StepTotals totals = train_step(MicroBatches(first, first + static_cast<std::ptrdiff_t>(accumulation)));
       ++global_step_;
       log_step(epoch, totals);
-      save_if_due(epoch, step);
+      const bool saved = save_if_due(epoch, step);
+      if (totals.stop_requested && global_step_ < total_steps_) {
+        save_stop_step(epoch, step, saved);
+        return RunEnd::Stopped;
+      }
       validate_if_due(/*epoch_ends=*/step + 1 == steps_per_epoch_);
     }
   }
@@ -374,6 +392,31 @@ void FullFinetuneRecipe::train() {
         "done: {} optimizer steps in {:.1f} s; checkpoints (Hugging Face layout) in {}/epoch_N; "
         "effective config in {}/config.effective.toml",
         global_step_, ft::seconds_since(start_), s_.checkpoint.dir, s_.output_dir);
+  return RunEnd::Finished;
+}
+
+bool FullFinetuneRecipe::stop_requested_anywhere() {
+  at::Tensor flag = at::full({1}, PreemptionSignals::requested() ? 1.0 : 0.0, at::kDouble);
+  groups_.world->all_reduce_sum(flag);
+  return flag.item<double>() > 0;
+}
+
+void FullFinetuneRecipe::save_stop_step(std::int64_t epoch, std::int64_t step_in_epoch, bool saved_already) {
+  if (progress_) progress_->finish();
+  if (env_.rank == 0)
+    ft::log::warn("stop requested ({}): saving step {} and ending the run", stop_origin(), global_step_);
+  const std::string tag =
+      step_in_epoch + 1 == steps_per_epoch_ ? "epoch_" + std::to_string(epoch) : "step_" + std::to_string(global_step_);
+  if (saved_already)
+    checkpoints_->wait();  // a background save of this very step: finished before the exit
+  else
+    checkpoints_->save(tag, progress_after(epoch, step_in_epoch), CheckpointManager::Mode::Synchronous);
+  groups_.world->barrier();
+  if (env_.rank == 0)
+    ft::log::warn(
+        "preempted at step {} of {}: checkpoint {}/{} is complete; exit status {}. Run again with "
+        "resume_from_checkpoint = true to continue from it",
+        global_step_, total_steps_, s_.checkpoint.dir, tag, kPreemptedExitCode);
 }
 
 FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches& micro_batches) {
@@ -422,6 +465,11 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   // the logged loss means; a mixture of experts' auxiliary loss and expert load ride along.
   std::vector<at::Tensor> sums{rank_tokens.to(at::kCPU, at::kDouble).reshape({1}),
                                rank_loss.to(at::kCPU, at::kDouble).reshape({1})};
+  // A stop request rides in this all-reduce when it spans every rank (tensor parallelism's
+  // groups do not: then one more all-reduce of the flag alone).
+  const bool watches_stop = !s_.preemption.signals.empty();
+  const bool stop_rides_along = watches_stop && parallelism_->data_parallel_size() == env_.world_size;
+  if (stop_rides_along) sums.push_back(at::full({1}, PreemptionSignals::requested() ? 1.0 : 0.0, at::kDouble));
   if (rank_auxiliary.defined()) sums.push_back(rank_auxiliary.to(at::kCPU, at::kDouble).reshape({1}));
   if (rank_expert_load.defined()) sums.push_back(rank_expert_load.to(at::kCPU, at::kDouble).reshape({-1}));
   at::Tensor totals = at::cat(sums);
@@ -430,6 +478,10 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   check_tokens(step.tokens, global_step_ + 1);
   step.loss = totals[1].item<double>() / static_cast<double>(step.tokens);
   std::int64_t next = 2;
+  if (stop_rides_along)
+    step.stop_requested = totals[next++].item<double>() > 0;
+  else if (watches_stop)
+    step.stop_requested = stop_requested_anywhere();
   if (rank_auxiliary.defined()) step.auxiliary_loss = totals[next++].item<double>() / static_cast<double>(step.tokens);
   if (rank_expert_load.defined())
     step.expert_load = totals.narrow(0, next, rank_expert_load.numel()).view(rank_expert_load.sizes());
@@ -491,24 +543,28 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
   logger_->log_dict(metrics, global_step_);
 }
 
-void FullFinetuneRecipe::save_if_due(std::int64_t epoch, std::int64_t step_in_epoch) {
-  const int dp_size = parallelism_->data_parallel_size();
+TrainingProgress FullFinetuneRecipe::progress_after(std::int64_t epoch, std::int64_t step_in_epoch) const {
   const auto scheduler_position = scheduler_ ? std::optional<std::int64_t>(scheduler_->last_epoch()) : std::nullopt;
+  const int dp_size = parallelism_->data_parallel_size();
+  if (step_in_epoch + 1 < steps_per_epoch_)
+    return progress_at(s_, env_.world_size, dp_size, global_step_, epoch,
+                       (step_in_epoch + 1) * s_.gradient_accumulation_steps, scheduler_position);
+  return progress_at(s_, env_.world_size, dp_size, global_step_, epoch + 1, 0, scheduler_position);
+}
+
+bool FullFinetuneRecipe::save_if_due(std::int64_t epoch, std::int64_t step_in_epoch) {
   if (step_in_epoch + 1 < steps_per_epoch_) {
-    if (!checkpoints_->saves_after_step(global_step_)) return;
-    const std::int64_t micro_batches_done = (step_in_epoch + 1) * s_.gradient_accumulation_steps;
-    checkpoints_->save(
-        "step_" + std::to_string(global_step_),
-        progress_at(s_, env_.world_size, dp_size, global_step_, epoch, micro_batches_done, scheduler_position));
-    return;
+    if (!checkpoints_->saves_after_step(global_step_)) return false;
+    checkpoints_->save("step_" + std::to_string(global_step_), progress_after(epoch, step_in_epoch));
+    return true;
   }
   // The last step of an epoch is saved as the epoch's checkpoint.
   const auto start = ft::Clock::now();
-  checkpoints_->save("epoch_" + std::to_string(epoch),
-                     progress_at(s_, env_.world_size, dp_size, global_step_, epoch + 1, 0, scheduler_position));
+  checkpoints_->save("epoch_" + std::to_string(epoch), progress_after(epoch, step_in_epoch));
   if (env_.rank == 0)
     ft::log::info("epoch {}/{} done; training blocked {:.2f} s by its checkpoint", epoch + 1, s_.epochs,
                   ft::seconds_since(start));
+  return true;
 }
 
 // Every N optimizer steps, and at the end of each epoch unless its last step was one of them, so
@@ -547,16 +603,20 @@ int FullFinetuneRecipe::cleanup(int exit_code) noexcept {
 
 int run_full_finetune(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
                       const std::function<void(const TrainingSettings&)>& settled) {
+  // Installed before anything is built: a stop requested during set-up ends the run before its
+  // first step.
+  const PreemptionSignals stop_signals(settings.preemption);
   FullFinetuneRecipe recipe(registry, root, settings);
+  FullFinetuneRecipe::RunEnd end = FullFinetuneRecipe::RunEnd::Finished;
   try {
     if (settled) settled(recipe.settings());
     recipe.setup();
-    recipe.train();
+    end = recipe.train();
   } catch (...) {
     recipe.cleanup(1);
     throw;
   }
-  return recipe.cleanup(0);
+  return recipe.cleanup(end == FullFinetuneRecipe::RunEnd::Stopped ? kPreemptedExitCode : 0);
 }
 
 }  // namespace fthost

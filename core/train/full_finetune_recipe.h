@@ -52,7 +52,10 @@ class FullFinetuneRecipe {
   // Process groups and parallelism, metric loggers, model (+ checkpoint), tokenizer, optimizer,
   // loss, data, lr scheduler, checkpoints, profiler; last, the resumed optimizer and RNG state.
   void setup();
-  void train();
+  // How train() ended: every step run, or stopped on request (preemption_signals) after saving
+  // the step it was on (nothing, when the request came before the first step).
+  enum class RunEnd { Finished, Stopped };
+  RunEnd train();
   // Stops the profiler, waits for the last checkpoint and closes the loggers, telling them how
   // the run ended. Never throws; returns the run's exit code (non-zero when closing failed).
   int cleanup(int exit_code) noexcept;
@@ -74,6 +77,7 @@ class FullFinetuneRecipe {
     // choices per expert over every data-parallel rank, [sparse layers, experts].
     std::optional<double> auxiliary_loss;
     at::Tensor expert_load;
+    bool stop_requested = false;  // a stop signal reached some rank before the step's all-reduce
   };
   // One micro-batch's forward: the loss summed over its tokens, and what a mixture of experts
   // adds (ModelOutput::auxiliary_loss, expert_load; undefined for a dense model).
@@ -111,7 +115,15 @@ class FullFinetuneRecipe {
   void log_step(std::int64_t epoch, const StepTotals& totals);
   // After step `step_in_epoch` (0-based) of `epoch`: the epoch's checkpoint after its last
   // step, a step_N checkpoint every save_every_n_steps steps.
-  void save_if_due(std::int64_t epoch, std::int64_t step_in_epoch);
+  // Returns whether it saved (or started saving) a checkpoint of this step.
+  bool save_if_due(std::int64_t epoch, std::int64_t step_in_epoch);
+  // Collective: whether a stop signal reached any rank (one all-reduce of a flag over every rank).
+  bool stop_requested_anywhere();
+  // After the step where the ranks agreed to stop: its checkpoint complete (saved now, unless
+  // save_if_due already did), then the run ends.
+  void save_stop_step(std::int64_t epoch, std::int64_t step_in_epoch, bool saved_already);
+  // The manifest's progress after step `step_in_epoch` of `epoch`.
+  TrainingProgress progress_after(std::int64_t epoch, std::int64_t step_in_epoch) const;
   // torchtune's validate(): after each step that makes the step count a multiple of
   // run_val_every_n_steps, the loss over the whole dataset_val, logged as val_loss.
   void validate_if_due(bool epoch_ends);
