@@ -1,5 +1,7 @@
 #include "cli/local_launcher.h"
 
+#include "config/preemption_settings.h"
+
 #include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/text.h>
@@ -23,9 +25,17 @@ namespace fthost {
 
 namespace {
 
-volatile sig_atomic_t forwarded_signal = 0;
+// Passed on to every rank: the signals a run may stop on (preemption_signals), whatever each
+// rank's config makes of them. A cluster often signals only the launcher (Kubernetes signals a
+// container's first process).
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+volatile sig_atomic_t signals_received = 0;
+volatile sig_atomic_t last_signal = 0;
 
-void remember_signal(int sig) { forwarded_signal = sig; }
+void remember_signal(int sig) {
+  last_signal = sig;
+  signals_received = signals_received + 1;
+}
 
 // Binds a loopback TCP socket to `port` (0: one the kernel picks) and closes it again: the port
 // it got, or -1 when the bind failed.
@@ -139,19 +149,32 @@ int run_attempt(const LaunchPlan& plan, int attempt, const std::vector<std::stri
 
   int running = nproc;
   int result = 0;
-  bool stopping = false;
-  auto stop_started = std::chrono::steady_clock::now();
+  // A failed rank: the others are stopped and, 10 s later, killed. A forwarded signal: the ranks
+  // save and exit in their own time (preemption_grace_s); a third signal kills them.
+  bool stopping_after_failure = false;
+  int forwarded = 0;
+  auto kill_at = std::chrono::steady_clock::time_point::max();
   auto stop_others = [&](int sig) {
     for (pid_t p : pids)
       if (p > 0) kill(p, sig);
   };
+  // A failure outranks a stop on request, which outranks success.
+  auto note_exit = [&](int code) {
+    if (code != 0 && (result == 0 || result == kPreemptedExitCode)) result = code;
+  };
   while (running > 0) {
-    if (forwarded_signal && !stopping) {
-      ft::log::warn("launcher: received signal {}; forwarding it to every rank", static_cast<int>(forwarded_signal));
-      stop_others(forwarded_signal);
-      stopping = true;
-      stop_started = std::chrono::steady_clock::now();
-      if (result == 0) result = 128 + forwarded_signal;
+    if (signals_received > forwarded) {
+      forwarded = signals_received;
+      const int sig = last_signal;
+      if (forwarded <= 2) {
+        ft::log::warn("launcher: received {}; forwarding it to every rank{}", signal_name(sig),
+                      forwarded == 1 ? " (a run with preemption_signals saves the step it is on, then exits)"
+                                     : " (a second signal: ranks end without saving)");
+        stop_others(sig);
+      } else {
+        ft::log::error("launcher: received {} a third time; killing every rank", signal_name(sig));
+        stop_others(SIGKILL);
+      }
     }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -160,27 +183,26 @@ int run_attempt(const LaunchPlan& plan, int attempt, const std::vector<std::stri
         if (pids[r] != pid) continue;
         --running;
         pids[r] = -1;
-        const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && !stopping) {
-          ft::log::error("launcher: rank {} (pid {}) {}; stopping the other ranks", first + r, pid,
-                         describe_status(status));
-          result = exit_code_of(status);
-          stop_others(SIGTERM);
-          stopping = true;
-          stop_started = std::chrono::steady_clock::now();
-        } else if (failed && result == 0) {
-          result = exit_code_of(status);
-        }
+        const int code = exit_code_of(status);
+        note_exit(code);
+        if (code == 0 || code == kPreemptedExitCode || stopping_after_failure) continue;
+        ft::log::error("launcher: rank {} (pid {}) {}; stopping the other ranks", first + r, pid,
+                       describe_status(status));
+        stop_others(SIGTERM);
+        stopping_after_failure = true;
+        kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       }
       continue;
     }
-    if (stopping && std::chrono::steady_clock::now() - stop_started > std::chrono::seconds(10)) {
+    if (std::chrono::steady_clock::now() > kill_at) {
       ft::log::error("launcher: ranks still running 10 s after SIGTERM; killing them");
       stop_others(SIGKILL);
-      stop_started = std::chrono::steady_clock::now() + std::chrono::hours(1);
+      kill_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (result == kPreemptedExitCode)
+    ft::log::warn("launcher: the ranks stopped on request after saving; exit status {}", kPreemptedExitCode);
   return result;
 }
 
@@ -211,13 +233,14 @@ int launch_ranks(const LaunchPlan& plan, const std::vector<std::string>& rank_ar
   struct sigaction action {};
   action.sa_handler = remember_signal;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  action.sa_flags = SA_RESTART;
+  for (int sig : kForwardedSignals) sigaction(sig, &action, nullptr);
 
   std::vector<std::string> args = rank_args;
   for (int attempt = 0;; ++attempt) {
     const int result = run_attempt(plan, attempt, args);
-    if (result == 0 || forwarded_signal || attempt >= plan.max_restarts) return result;
+    // A stop on request is not a failure to recover from: the job is ending.
+    if (result == 0 || result == kPreemptedExitCode || signals_received || attempt >= plan.max_restarts) return result;
     ft::log::warn(
         "launcher: restarting this node's ranks (restart {} of {}); they resume from the newest complete "
         "checkpoint",
