@@ -233,6 +233,42 @@ TEST_F(MultiNode, TorchrunC10dRendezvousAcrossHosts) {
   expect_matches_golden(kCase, out, logs);
 }
 
+// SIGTERM to one host's launcher only (as a cluster signals one node's job step): it forwards
+// it to its rank, the ranks of both hosts agree on the step and save it, both launchers exit 75,
+// and the job resumed on both hosts ends exactly as the same layout never stopped on one host.
+TEST_F(MultiNode, SignalToOneHostStopsEveryHostAtTheSameStep) {
+  const std::vector<std::string> overrides{"parallelism._component_=fthost.parallelism.fsdp", "epochs=2"};
+  const std::string one_host = fttest::temp_dir();
+  const auto single = fttest::run_fthost("--nproc-per-node 2 --config " +
+                                         fttest::write_temp("run.toml", config_for(kCase, kLoss, one_host, 2, 1)) +
+                                         " " + overrides[0] + " " + overrides[1]);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+
+  const std::string across = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, across, 2, 1));
+  NetnsHosts hosts(2);
+  {
+    const auto pids = start_launchers(hosts, 1, config, overrides, across);
+    while (read_jsonl(across + "/logs/metrics.jsonl").size() < 3 && hosts.processes_on(1).size() > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    kill(pids[1], SIGTERM);
+    const auto statuses = wait_all(pids);
+    const std::string logs = node_logs(across, 2);
+    for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 75) << logs;
+    EXPECT_NE(logs.find("launcher: received SIGTERM; forwarding it to every rank"), std::string::npos) << logs;
+    EXPECT_NE(logs.find("is complete; exit status 75"), std::string::npos) << logs;
+  }
+  auto resume = overrides;
+  resume.push_back("resume_from_checkpoint=true");
+  const auto statuses = wait_all(start_launchers(hosts, 1, config, resume, across));
+  const std::string logs = node_logs(across, 2);
+  for (int s : statuses) ASSERT_TRUE(WIFEXITED(s) && WEXITSTATUS(s) == 0) << logs;
+  EXPECT_EQ(trajectory(across), trajectory(one_host)) << "a step ran twice, not at all, or differently";
+  EXPECT_TRUE(fttest::read_file(across + "/epoch_1/model.safetensors") ==
+              fttest::read_file(one_host + "/epoch_1/model.safetensors"))
+      << "final weights differ";
+}
+
 // The launcher's multi-node options are checked before anything starts, naming the option.
 TEST(MultiNodeLaunch, InconsistentOptionsAreRefused) {
   const std::string config = fttest::write_temp("run.toml", config_for(kCase, kLoss, fttest::temp_dir(), 1, 1));

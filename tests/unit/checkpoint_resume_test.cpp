@@ -2,7 +2,8 @@
 // mid-save) and resumed logs exactly the losses of the run never interrupted; damaged
 // checkpoints fail with the damaged file's name; sharded (FSDP) state resumes exactly; a
 // background save writes the same bytes as a synchronous one; keep_last_n bounds the disk.
-#include "golden_cases.h"
+#include "resume_reference.h"
+#include "running_fthost.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -22,147 +23,10 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-using fttest::golden::json;
-using fttest::golden::read_jsonl;
+using namespace fttest::resume;
+using fttest::RunningFthost;
 
-const char* kCase = "qwen2_tied_ga2_clip";  // shuffled, accumulating, clipped, warmup + cosine
-const char* kLoss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
-// 2 epochs of 6 steps: the second epoch's shuffle, and step checkpoints inside both.
-const std::string kShape = " epochs=2 max_steps_per_epoch=6";
-constexpr int kTotalSteps = 12;
-
-std::string config_in(const std::string& out) {
-  return fttest::write_temp("run.toml", fttest::golden::config_for(kCase, kLoss, out));
-}
-
-std::string metrics_of(const std::string& out) { return out + "/logs/metrics.jsonl"; }
-
-// A running fthost, started without a shell in between so SIGKILL hits the trainer itself.
-class RunningFthost {
- public:
-  RunningFthost(const std::string& args, const std::string& log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const std::string cmd = "exec " + std::string(FTHOST_BINARY) + " " + args + " >> " + log + " 2>&1";
-      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~RunningFthost() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      wait();
-    }
-  }
-  bool running() {
-    if (exited_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      status_ = status;
-    }
-    return !exited_;
-  }
-  void kill9() {
-    if (running()) ::kill(pid_, SIGKILL);
-    wait();
-  }
-  // The exit code, or -signal.
-  int wait() {
-    if (!exited_) {
-      ::waitpid(pid_, &status_, 0);
-      exited_ = true;
-    }
-    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_);
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int status_ = 0;
-};
-
-std::size_t lines_in(const std::string& path) {
-  std::ifstream in(path);
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
-  return n;
-}
-
-// step -> logged row, of an uninterrupted run.
-std::map<int, json> by_step(const std::vector<json>& rows) {
-  std::map<int, json> out;
-  for (const json& r : rows) out[r.at("step").get<int>()] = r;
-  return out;
-}
-
-// Every row a (possibly interrupted and resumed, so repeated) run logged is bitwise the
-// reference's row of that step, and every step was logged.
-void expect_same_trajectory(const std::map<int, json>& reference, const std::vector<json>& rows,
-                            const std::string& log) {
-  std::set<int> seen;
-  for (const json& r : rows) {
-    const int step = r.at("step").get<int>();
-    SCOPED_TRACE("step " + std::to_string(step));
-    ASSERT_TRUE(reference.count(step)) << log;
-    const json& e = reference.at(step);
-    EXPECT_EQ(r.at("loss").get<double>(), e.at("loss").get<double>());
-    EXPECT_EQ(r.at("lr").get<double>(), e.at("lr").get<double>());
-    EXPECT_EQ(r.at("grad_norm").get<double>(), e.at("grad_norm").get<double>());
-    EXPECT_EQ(r.at("num_tokens").get<double>(), e.at("num_tokens").get<double>());
-    seen.insert(step);
-  }
-  EXPECT_EQ(seen.size(), reference.size()) << log;
-}
-
-std::set<std::string> entries_of(const std::string& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
-
-std::set<std::string> hidden_entries_of(const std::string& dir) {
-  std::set<std::string> names;
-  for (const auto& name : entries_of(dir))
-    if (name[0] == '.') names.insert(name);
-  return names;
-}
-
-// relative path -> contents, of every file under `dir`.
-std::map<std::string, std::string> files_under(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = fttest::read_file(e.path().string());
-  return out;
-}
-
-class CheckpointResume : public ::testing::Test {
- protected:
-  // The uninterrupted run every interrupted one is compared with (no step checkpoints: saving
-  // must not change the run either).
-  static void SetUpTestSuite() {
-    reference_dir_ = new std::string(fttest::temp_dir());
-    auto r = fttest::run_fthost("--config " + config_in(*reference_dir_) + kShape);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    reference_ = new std::map<int, json>(by_step(read_jsonl(metrics_of(*reference_dir_))));
-    ASSERT_EQ(reference_->size(), static_cast<std::size_t>(kTotalSteps));
-  }
-  static void TearDownTestSuite() {
-    delete reference_;
-    delete reference_dir_;
-  }
-
-  static std::string final_weights(const std::string& out) {
-    return fttest::read_file(out + "/epoch_1/model.safetensors");
-  }
-
-  static std::map<int, json>* reference_;
-  static std::string* reference_dir_;
-};
-
-std::map<int, json>* CheckpointResume::reference_ = nullptr;
-std::string* CheckpointResume::reference_dir_ = nullptr;
+class CheckpointResume : public ResumeReference {};
 
 // SIGKILL once the run has logged a random number of steps, then resume: the same losses, lr
 // and gradient norms at every step, and the same final weights, bit for bit.

@@ -208,9 +208,10 @@ void expect_same_trajectory(const std::vector<json>& reference, const std::vecto
 }
 
 // Tensor parallelism x FSDP on 4 ranks (2 x 2): every rank's optimizer slice is saved, the
-// checkpoint's model is the whole Hugging Face model, a run killed mid-epoch (SIGTERM to the
-// launcher, which kills the ranks) and resumed continues bitwise to the same final weights, and
-// a different layout of the same 4 ranks is refused.
+// checkpoint's model is the whole Hugging Face model, a run stopped mid-epoch (SIGTERM to the
+// launcher, which forwards it: the ranks agree on a step outside their tensor-parallel groups'
+// collectives, save it and exit 75) and resumed continues bitwise to the same final weights,
+// and a different layout of the same 4 ranks is refused.
 TEST(TensorParallel, KilledMidEpochResumesBitwiseAndRefusesAnotherLayout) {
   const std::string shape = " epochs=2 max_steps_per_epoch=6";
   auto args = [&](const std::string& out) {
@@ -228,8 +229,7 @@ TEST(TensorParallel, KilledMidEpochResumesBitwiseAndRefusesAnotherLayout) {
   const auto reference = read_jsonl(full + "/logs/metrics.jsonl");
   ASSERT_EQ(reference.size(), 12u);
 
-  // Killed once it has logged 5 steps (checkpoints every 2: step_4 is the newest complete one,
-  // or step_6 if the save overtakes the kill), then resumed from the newest checkpoint.
+  // Stopped once it has logged 5 steps, then resumed from the checkpoint of the step it stopped at.
   const std::string out = fttest::temp_dir();
   const std::string cmd = std::string(FTHOST_BINARY) + " " + args(out) + " save_every_n_steps=2";
   const pid_t launcher = fork();
@@ -247,11 +247,14 @@ TEST(TensorParallel, KilledMidEpochResumesBitwiseAndRefusesAnotherLayout) {
   int status = 0;
   waitpid(launcher, &status, 0);
   const std::size_t before = logged_steps();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 75) << fttest::read_file(out + "/killed.log");
   ASSERT_GE(before, 5u) << fttest::read_file(out + "/killed.log");
-  ASSERT_LT(before, 12u) << "the run ended before it was killed";
+  ASSERT_LT(before, 12u) << "the run ended before it was stopped";
   const auto b = fttest::run_fthost(args(out) + " save_every_n_steps=2 resume_from_checkpoint=true");
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  EXPECT_NE(b.output.find("resumed from " + out + "/step_"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("resumed from " + out + "/"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find(": step " + std::to_string(before) + ", epoch"), std::string::npos) << b.output;
+  EXPECT_EQ(read_jsonl(out + "/logs/metrics.jsonl").size(), 12u) << "a step ran twice or not at all";
   expect_same_trajectory(reference, read_jsonl(out + "/logs/metrics.jsonl"), b.output);
   EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") ==
               fttest::read_file(full + "/epoch_1/model.safetensors"));
