@@ -98,6 +98,48 @@ void erase_if_present(ConfigDocument& doc, const std::vector<std::string>& parts
     if (toml::table* table = parent->as_table()) table->erase(parts.back());
 }
 
+// One of OmegaConf's plain scalars as a TOML value (not null: a list item cannot be left out).
+void insert_plain_scalar(toml::array& into, const std::string& item, const std::string& arg) {
+  PlainScalar scalar;
+  try {
+    scalar = resolve_plain_scalar(item);
+  } catch (const ConfigError& e) {
+    throw ConfigError("command line: " + arg + ": " + e.what());
+  }
+  switch (scalar.type) {
+    case PlainScalar::Type::Null: throw ConfigError("command line: " + arg + ": a list item is empty or null");
+    case PlainScalar::Type::Bool: into.push_back(scalar.boolean); break;
+    case PlainScalar::Type::Int: into.push_back(scalar.integer); break;
+    case PlainScalar::Type::Float: into.push_back(scalar.number); break;
+    case PlainScalar::Type::String: into.push_back(item); break;
+  }
+}
+
+// `[SIGTERM, SIGUSR1]`, a list of plain scalars as torchtune's command line reads it (OmegaConf's
+// YAML flow sequence; quoted items are TOML and parsed before this); nothing nested.
+std::optional<toml::array> plain_scalar_list(const std::string& text, const std::string& arg) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  const std::string inside = text.substr(1, text.size() - 2);
+  if (inside.find_first_of("[]{}\"'") != std::string::npos)
+    throw ConfigError("command line: " + arg +
+                      ": a list on the command line holds plain values; nested or partly quoted lists belong in the "
+                      "config file");
+  toml::array items;
+  auto trimmed = [](const std::string& t) {
+    const auto first = t.find_first_not_of(" \t");
+    return first == std::string::npos ? std::string() : t.substr(first, t.find_last_not_of(" \t") - first + 1);
+  };
+  if (trimmed(inside).empty()) return items;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = inside.find(',', start);
+    insert_plain_scalar(items, trimmed(inside.substr(start, comma - start)), arg);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
 void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
   std::string key = arg.substr(0, eq);
   const std::string text = arg.substr(eq + 1);
@@ -118,21 +160,25 @@ void set_override(ConfigDocument& doc, const std::string& arg, std::size_t eq) {
     } catch (const std::exception&) {
       // Not a TOML value: read it as torchtune does (OmegaConf's YAML scalars, `None` for null),
       // so `lr=.5` and `shuffle=True` are a number and a boolean and `output_dir=/tmp/run` a string.
-      PlainScalar scalar;
-      try {
-        scalar = resolve_plain_scalar(text);
-      } catch (const ConfigError& e) {
-        throw ConfigError("command line: " + arg + ": " + e.what());
-      }
-      switch (text == "None" ? PlainScalar::Type::Null : scalar.type) {
-        case PlainScalar::Type::Null:
-          erase_if_present(doc, parts);
-          doc.mark_overridden(key);
-          return;
-        case PlainScalar::Type::Bool: parsed.insert("v", scalar.boolean); break;
-        case PlainScalar::Type::Int: parsed.insert("v", scalar.integer); break;
-        case PlainScalar::Type::Float: parsed.insert("v", scalar.number); break;
-        case PlainScalar::Type::String: parsed.insert("v", text); break;
+      if (auto list = plain_scalar_list(text, arg)) {
+        parsed.insert("v", std::move(*list));
+      } else {
+        PlainScalar scalar;
+        try {
+          scalar = resolve_plain_scalar(text);
+        } catch (const ConfigError& e) {
+          throw ConfigError("command line: " + arg + ": " + e.what());
+        }
+        switch (text == "None" ? PlainScalar::Type::Null : scalar.type) {
+          case PlainScalar::Type::Null:
+            erase_if_present(doc, parts);
+            doc.mark_overridden(key);
+            return;
+          case PlainScalar::Type::Bool: parsed.insert("v", scalar.boolean); break;
+          case PlainScalar::Type::Int: parsed.insert("v", scalar.integer); break;
+          case PlainScalar::Type::Float: parsed.insert("v", scalar.number); break;
+          case PlainScalar::Type::String: parsed.insert("v", text); break;
+        }
       }
     }
   }

@@ -69,6 +69,24 @@ TEST(Overrides, SetParsedAsTomlValues) {
             "command line: optimizer.lr: expected a number, got string \"fast\"");
 }
 
+// torchtune's command line reads `key=[a, b]` with OmegaConf: a list of plain scalars, each
+// resolved as a lone value would be (PyYAML's safe_load of the same flow sequence agrees).
+TEST(Overrides, UnquotedListsAreListsOfPlainScalars) {
+  auto root = load("", {"preemption_signals=[SIGTERM, SIGUSR1]", "custom_sharded_layers=[tok_embeddings,output]",
+                        "mixed=[1, yes, .5, run]", "none=[]"});
+  EXPECT_EQ(root.get<std::vector<std::string>>("preemption_signals"), (std::vector<std::string>{"SIGTERM", "SIGUSR1"}));
+  EXPECT_EQ(root.get<std::vector<std::string>>("custom_sharded_layers"),
+            (std::vector<std::string>{"tok_embeddings", "output"}));
+  const std::string toml = root.to_toml();
+  EXPECT_NE(toml.find("mixed = [ 1, true, 0.5, "), std::string::npos) << toml;  // an integer, a boolean, a float
+  EXPECT_NE(toml.find("run"), std::string::npos) << toml;
+  EXPECT_TRUE(root.get<std::vector<std::string>>("none").empty());
+  EXPECT_NE(error_of<ft::ConfigError>([] { load("", {"x=[a, [b]]"}); }).find("command line: x=[a, [b]]: a list on"),
+            std::string::npos);
+  EXPECT_NE(error_of<ft::ConfigError>([] { load("", {"x=[a,,b]"}); }).find("a list item is empty or null"),
+            std::string::npos);
+}
+
 TEST(Overrides, RemoveKeysAndTables) {
   auto root = load("a = 1\n[lr_scheduler]\n_component_ = \"x\"\n[optimizer]\nlr = 1\nfused = true\n",
                    {"~lr_scheduler", "~optimizer.fused"});
