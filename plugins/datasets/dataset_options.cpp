@@ -5,14 +5,19 @@
 namespace ft_ds {
 
 void add_source_keys(ft::Schema& s, const std::string& default_source) {
+  const std::string what =
+      "local file or directory (json, jsonl, txt, csv, parquet, arrow; a save_to_disk directory), a format name "
+      "(json, text, csv, parquet, arrow) with data_files, or a Hugging Face Hub dataset in the local cache";
   if (default_source.empty())
-    s.required("source", ft::ValueType::String, "local .json/.jsonl/.txt file, or \"json\"/\"text\" with data_files");
+    s.required("source", ft::ValueType::String, what);
   else
-    s.optional("source", ft::ValueType::String, "\"" + default_source + "\"",
-               "local .json/.jsonl/.txt file, or \"json\"/\"text\" with data_files (Hub names are refused)");
-  s.optional("data_files", ft::ValueType::Any, "", "file (or list of files) read when source is \"json\" or \"text\"")
+    s.optional("source", ft::ValueType::String, "\"" + default_source + "\"", what);
+  s.optional("data_files", ft::ValueType::Any, "",
+             "with a format name in source: a file, a list of files, a directory or a glob")
       .optional("split", ft::ValueType::String, "\"train\"",
-                "slice of the records: train, train[:95%], train[95%:], train[10:200]")
+                "split and slice of the records: train, test, train[:95%], train[95%:], train[10:200]")
+      .optional("revision", ft::ValueType::String, "\"main\"",
+                "a Hub dataset's branch, tag or commit in the local cache")
       .optional("filter_fn", ft::ValueType::String, "", "not supported (Python callables); filter the file beforehand");
 }
 

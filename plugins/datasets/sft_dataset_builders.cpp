@@ -30,8 +30,10 @@ std::unique_ptr<ft::Dataset> make_sft(const ft::ConfigNode& cfg, const ft::Datas
                                       const std::function<std::unique_ptr<MessageTransform>()>& transform) {
   refuse_filter_fn(cfg);
   auto tokenizer = require_tokenizer(args, name);
-  auto records = load_records(source_spec(cfg));
-  auto ds = std::make_unique<SftDataset>(std::move(records), transform(), tokenizer);
+  const SourceSpec spec = source_spec(cfg);
+  auto records = load_records(spec);
+  auto ds = with_source_in_errors(
+      spec, [&] { return std::make_unique<SftDataset>(std::move(records), transform(), tokenizer); });
   return maybe_pack(std::move(ds), cfg, *tokenizer, false);
 }
 

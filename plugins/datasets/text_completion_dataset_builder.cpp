@@ -25,9 +25,12 @@ void register_text_completion_dataset(ft::Registry& reg) {
         if (cfg.has("filter_fn"))
           cfg.fail("filter_fn", "Python filter functions are not supported; filter the data file beforehand");
         auto tokenizer = require_tokenizer(args, name);
-        auto records = load_records(source_spec(cfg));
-        std::unique_ptr<ft::Dataset> ds = std::make_unique<TextCompletionDataset>(
-            records, cfg.get<std::string>("column"), cfg.get<bool>("add_eos"), *tokenizer);
+        const SourceSpec spec = source_spec(cfg);
+        auto records = load_records(spec);
+        std::unique_ptr<ft::Dataset> ds = with_source_in_errors(spec, [&] {
+          return std::make_unique<TextCompletionDataset>(records, cfg.get<std::string>("column"),
+                                                         cfg.get<bool>("add_eos"), *tokenizer);
+        });
         records.clear();
         records.shrink_to_fit();
         return maybe_pack(std::move(ds), cfg, *tokenizer, cfg.get<bool>("split_across_pack"));
