@@ -25,6 +25,7 @@ set(FTHOST_TEST_PCH_HEADERS <ATen/ATen.h> <torch/csrc/autograd/autograd.h> <gtes
 
 set(FTHOST_TEST_PLUGIN_ROOT "${CMAKE_BINARY_DIR}/test_plugins")
 set(FTHOST_FAMILY_GOLDEN_DIR "${CMAKE_BINARY_DIR}/family_goldens")
+set(FTHOST_DATASET_FIXTURE_DIR "${CMAKE_BINARY_DIR}/dataset_fixtures")
 
 # What every test executable compiles with: the helpers' directory, the libraries and the paths
 # above as definitions.
@@ -36,7 +37,8 @@ function(fthost_test_compile_settings target)
     FT_BUILTIN_PLUGIN_DIR="${FTHOST_PLUGIN_OUTPUT_DIR}"
     FTHOST_BINARY="$<TARGET_FILE:fthost>"
     FT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    FT_FAMILY_GOLDEN_DIR="${FTHOST_FAMILY_GOLDEN_DIR}")
+    FT_FAMILY_GOLDEN_DIR="${FTHOST_FAMILY_GOLDEN_DIR}"
+    FT_DATASET_FIXTURE_DIR="${FTHOST_DATASET_FIXTURE_DIR}")
 endfunction()
 
 # The precompiled header's own small executable (an empty source and GoogleTest's main), so that
@@ -51,7 +53,7 @@ function(fthost_test_pch_owner)
 endfunction()
 
 function(fthost_add_test name)
-  cmake_parse_arguments(ARG "FAMILY_GOLDENS" "" "SOURCES;LINK;PLUGINS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "FAMILY_GOLDENS" "" "SOURCES;LINK;PLUGINS;LABELS;FIXTURES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "fthost_add_test(${name}): SOURCES is required")
   endif()
@@ -69,7 +71,10 @@ function(fthost_add_test name)
     list(APPEND properties LABELS "${ARG_LABELS}")
   endif()
   if(ARG_FAMILY_GOLDENS)
-    list(APPEND properties FIXTURES_REQUIRED family_goldens)
+    list(APPEND ARG_FIXTURES family_goldens)
+  endif()
+  if(ARG_FIXTURES)
+    list(APPEND properties FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()
   if(properties)
     set(properties PROPERTIES ${properties})

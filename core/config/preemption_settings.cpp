@@ -28,8 +28,8 @@ PreemptionSettings read_preemption_settings(const ft::ConfigNode& root) {
     for (const auto& [known, n] : stop_signal_names())
       if (known == name) number = n;
     if (number == 0)
-      root.fail("preemption_signals", "\"" + name + "\" is not a signal a run can stop on; expected some of " +
-                                          allowed + " ([] : none)");
+      root.fail("preemption_signals",
+                "\"" + name + "\" is not a signal a run can stop on; expected some of " + allowed + " ([]: none)");
     for (int seen : p.signals)
       if (seen == number) root.fail("preemption_signals", name + " is listed twice");
     p.signals.push_back(number);
@@ -37,8 +37,7 @@ PreemptionSettings read_preemption_settings(const ft::ConfigNode& root) {
   if (root.has("preemption_grace_s")) {
     const auto seconds = root.get<std::int64_t>("preemption_grace_s");
     if (seconds < 1)
-      root.fail("preemption_grace_s",
-                "expected a whole number of seconds >= 1 (unset: no limit of the run's own)");
+      root.fail("preemption_grace_s", "expected a whole number of seconds >= 1 (unset: no limit of the run's own)");
     if (p.signals.empty())
       root.fail("preemption_grace_s", "has no effect with preemption_signals = []: no signal starts the grace period");
     p.grace = std::chrono::seconds(seconds);

@@ -60,8 +60,8 @@ TEST_F(Preemption, SignalAtARandomStepSavesThatStepAndResumesBitwise) {
     int signal;
     std::string options;
   };
-  for (const Variant& v : {Variant{1, SIGTERM, ""},
-                           Variant{2, SIGUSR1, " save_every_n_steps=3 enable_async_checkpointing=true"}}) {
+  for (const Variant& v :
+       {Variant{1, SIGTERM, ""}, Variant{2, SIGUSR1, " save_every_n_steps=3 enable_async_checkpointing=true"}}) {
     SCOPED_TRACE("seed " + std::to_string(v.seed));
     std::mt19937 rng(v.seed);
     const auto signal_after = std::uniform_int_distribution<std::size_t>(1, kTotalSteps - 3)(rng);
@@ -177,8 +177,9 @@ TEST(PreemptionBeforeTraining, SignalDuringSetUpSavesNothing) {
   EXPECT_EQ(rank0.wait(), kStoppedExit) << fttest::read_file(out + "/rank0.log");
   EXPECT_EQ(rank1.wait(), kStoppedExit) << fttest::read_file(out + "/rank1.log");
   const std::string text = fttest::read_file(out + "/rank0.log");
-  EXPECT_NE(text.find("stop requested (SIGTERM) before the first step of this run: nothing new to save; exit status 75"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("stop requested (SIGTERM) before the first step of this run: nothing new to save; exit status 75"),
+      std::string::npos)
       << text;
   EXPECT_EQ(checkpoints_in(out), std::set<std::string>{});
   EXPECT_FALSE(fs::exists(metrics_of(out)) && lines_in(metrics_of(out)) > 0);

@@ -33,7 +33,6 @@ inline std::string config_in(const std::string& out) {
 
 inline std::string metrics_of(const std::string& out) { return out + "/logs/metrics.jsonl"; }
 
-
 inline std::size_t lines_in(const std::string& path) {
   std::ifstream in(path);
   std::size_t n = 0;
@@ -51,7 +50,7 @@ inline std::map<int, json> by_step(const std::vector<json>& rows) {
 // Every row a (possibly interrupted and resumed, so repeated) run logged is bitwise the
 // reference's row of that step, and every step was logged.
 inline void expect_same_trajectory(const std::map<int, json>& reference, const std::vector<json>& rows,
-                            const std::string& log) {
+                                   const std::string& log) {
   std::set<int> seen;
   for (const json& r : rows) {
     const int step = r.at("step").get<int>();

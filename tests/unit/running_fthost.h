@@ -31,9 +31,8 @@ class RunningFthost {
         ::setrlimit(RLIMIT_FSIZE, &limit);
         ::signal(SIGXFSZ, SIG_IGN);  // the write fails instead of the process being killed
       }
-      const std::string cmd =
-          "exec " + (options.environment.empty() ? "" : "env " + options.environment + " ") +
-          std::string(FTHOST_BINARY) + " " + args + " >> " + log + " 2>&1";
+      const std::string cmd = "exec " + (options.environment.empty() ? "" : "env " + options.environment + " ") +
+                              std::string(FTHOST_BINARY) + " " + args + " >> " + log + " 2>&1";
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }

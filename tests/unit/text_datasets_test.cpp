@@ -246,9 +246,17 @@ TEST(TextDatasets, PaddedCollatePackedBlockCausalMask) {
 
 TEST(TextDatasets, ClearErrors) {
   auto tok = fttest::llama3_json_tokenizer();
+  // The default source, a Hub name, looked for in an empty cache.
+  const std::string empty_cache = fttest::temp_dir();
+  ::setenv("HF_HUB_CACHE", empty_cache.c_str(), 1);
   auto hub = fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", "", tok); });
-  EXPECT_NE(hub.find("tatsu-lab/alpaca"), std::string::npos) << hub;
-  EXPECT_NE(hub.find("to_json"), std::string::npos) << hub;
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_NE(hub.find("source = \"tatsu-lab/alpaca\": this Hugging Face Hub dataset is not in the local cache (looked "
+                     "for " +
+                     empty_cache + "/datasets--tatsu-lab--alpaca"),
+            std::string::npos)
+      << hub;
+  EXPECT_NE(hub.find("hf download tatsu-lab/alpaca --repo-type dataset"), std::string::npos) << hub;
   auto no_tok =
       fttest::error_of([&] { fttest::make_dataset("torchtune.datasets.alpaca_dataset", alpaca_source(), nullptr); });
   EXPECT_NE(no_tok.find("[tokenizer]"), std::string::npos) << no_tok;

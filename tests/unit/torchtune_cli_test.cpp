@@ -305,7 +305,8 @@ TEST(TorchtuneCli, ConfigTakesAShippedConfigsName) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
-// torchtune's configs name Hub datasets; fthost reads local files and says how to get one.
+// torchtune's configs name Hub datasets; fthost reads them from the local Hugging Face cache, and
+// for one not there says where it looked and how to download it.
 TEST(TorchtuneCli, HubDatasetNameSaysToDownloadItFirst) {
   const std::string dir = fttest::temp_dir();
   write(dir + "/alpaca.yaml",
@@ -322,11 +323,14 @@ TEST(TorchtuneCli, HubDatasetNameSaysToDownloadItFirst) {
             "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n"
             "optimizer:\n  _component_: torch.optim.AdamW\n  lr: 2e-5\n"
             "metric_logger:\n  _component_: torchtune.training.metric_logging.StdoutLogger\n");
-  auto r = run("run full_finetune_distributed --config " + dir + "/alpaca.yaml");
+  auto r = fttest::run_shell("HF_HUB_CACHE=" + dir + "/hub " + std::string(FTHOST_BINARY) +
+                             " run full_finetune_distributed --config " + dir + "/alpaca.yaml");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("source = \"tatsu-lab/alpaca\" is not a local file, and fthost does not download"),
-            std::string::npos)
-      << r.output;
+  for (const std::string& expected : std::vector<std::string>{
+           "source = \"tatsu-lab/alpaca\": this Hugging Face Hub dataset is not in the local cache (looked for " + dir +
+               "/hub/datasets--tatsu-lab--alpaca; the cache is HF_HUB_CACHE)",
+           "hf download tatsu-lab/alpaca --repo-type dataset"})
+    EXPECT_NE(r.output.find(expected), std::string::npos) << expected << "\n" << r.output;
 }
 
 TEST(TorchtuneCli, HelpShowsTheTorchtuneSpellings) {
