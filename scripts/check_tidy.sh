@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # clang-tidy (clang-tidy-14, checks in .clang-tidy, every finding an error) on the host's
 # LibTorch-free rooms, the SDK's sources, the loggers' and tokenizers' file formats, and the
-# threaded checkpoint code: where strings, files and threads are handled. The model and kernel
+# threaded checkpoint code, the stop signals, the data sources (files, the Hub cache, Arrow):
+# where strings, files, signals and threads are handled. The model and kernel
 # TUs are left out: each parses all of LibTorch's headers (~10 s apiece), and the ASan/UBSan and
 # TSan phases cover them at run time.
 #   bash scripts/check_tidy.sh [BUILD_DIR]   (default build; needs its compile_commands.json)
@@ -16,6 +17,8 @@ tidy=clang-tidy-14
 command -v "$tidy" >/dev/null || { echo "tidy: $tidy not found (bash scripts/setup.sh installs it)" >&2; exit 2; }
 mapfile -t files < <(git ls-files ':(glob)core/plugin_host/*.cpp' ':(glob)core/config/*.cpp' ':(glob)core/cli/*.cpp' \
   core/main.cpp core/train/checkpoint_manager.cpp core/train/checkpoint_directories.cpp core/train/training_state.cpp \
+  core/train/preemption_signals.cpp plugins/datasets/data_source.cpp plugins/datasets/hub_cache.cpp \
+  plugins/datasets/arrow_records.cpp \
   ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp')
 start=$(date +%s)
 log=$(mktemp)

@@ -33,7 +33,7 @@ json value_at(const arrow::Array& array, std::int64_t i);
 template <typename ListArray>
 json list_at(const ListArray& list, std::int64_t i) {
   json items = json::array();
-  const auto values = list.values();
+  const auto& values = list.values();
   const auto begin = list.value_offset(i), end = begin + list.value_length(i);
   for (auto k = begin; k < end; ++k) items.push_back(value_at(*values, k));
   return items;
