@@ -5,6 +5,8 @@
 // dataset builder reads them as it reads JSON Lines.
 #pragma once
 
+#include "record_source.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -18,5 +20,11 @@ namespace ft_ds {
 void append_parquet_records(const std::string& path, std::vector<nlohmann::json>& out);
 void append_arrow_stream_records(const std::string& path, std::vector<nlohmann::json>& out);
 void append_csv_records(const std::string& path, std::vector<nlohmann::json>& out);
+
+// The same rows kept as Arrow columns (an Arrow file memory-mapped, so its pages are the file's),
+// each turned into a record when asked for. The file is read and validated here, once.
+std::unique_ptr<RecordSource> parquet_records_on_demand(const std::string& path);
+std::unique_ptr<RecordSource> arrow_stream_records_on_demand(const std::string& path);
+std::unique_ptr<RecordSource> csv_records_on_demand(const std::string& path);
 
 }  // namespace ft_ds

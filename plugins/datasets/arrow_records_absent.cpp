@@ -20,5 +20,10 @@ void append_arrow_stream_records(const std::string& path, std::vector<nlohmann::
   refuse(path, "an Arrow dataset");
 }
 void append_csv_records(const std::string& path, std::vector<nlohmann::json>&) { refuse(path, "CSV"); }
+std::unique_ptr<RecordSource> parquet_records_on_demand(const std::string& path) { refuse(path, "Parquet"); }
+std::unique_ptr<RecordSource> arrow_stream_records_on_demand(const std::string& path) {
+  refuse(path, "an Arrow dataset");
+}
+std::unique_ptr<RecordSource> csv_records_on_demand(const std::string& path) { refuse(path, "CSV"); }
 
 }  // namespace ft_ds

@@ -4,6 +4,7 @@
 #include "hub_cache.h"
 
 #include <ft/errors.h>
+#include <ft/log.h>
 #include <ft/text.h>
 
 #include <glob.h>
@@ -246,10 +247,14 @@ std::optional<std::vector<std::string>> saved_dataset_files(const fs::path& dir,
   return files;
 }
 
-void append_records(const std::string& file, Format format, const std::string& sample_by,
-                    std::vector<nlohmann::json>& out) {
+void check_data_file(const std::string& file) {
   if (fs::is_directory(file)) throw ft::Error(file + ": is a directory; name the data file itself");
   if (!fs::exists(file)) throw ft::Error(file + ": no such dataset file");
+}
+
+void append_records(const std::string& file, Format format, const std::string& sample_by,
+                    std::vector<nlohmann::json>& out) {
+  check_data_file(file);
   switch (format) {
     case Format::Json: parse_json_records(file, out); break;
     case Format::Text: parse_text_records(file, sample_by, out); break;
@@ -257,6 +262,35 @@ void append_records(const std::string& file, Format format, const std::string& s
     case Format::Parquet: append_parquet_records(file, out); break;
     case Format::Arrow: append_arrow_stream_records(file, out); break;
   }
+}
+
+bool is_json_array(const std::string& file) {
+  std::ifstream in(file);
+  char c = 0;
+  while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {
+  }
+  return c == '[';
+}
+
+// One file's records read when asked for; a JSON array or a text file parsed whole.
+std::unique_ptr<RecordSource> records_on_demand(const std::string& file, Format format, const std::string& sample_by) {
+  check_data_file(file);
+  switch (format) {
+    case Format::Json:
+      if (!is_json_array(file)) return json_lines_on_demand(file);
+      break;
+    case Format::Parquet: return parquet_records_on_demand(file);
+    case Format::Arrow: return arrow_stream_records_on_demand(file);
+    case Format::Csv: return csv_records_on_demand(file);
+    case Format::Text: break;
+  }
+  ft::log::warn(
+      "streaming: {} is {}, which is parsed whole; JSON Lines, Parquet, Arrow and CSV are read record by "
+      "record",
+      file, format == Format::Text ? "a text file" : "a JSON array");
+  std::vector<nlohmann::json> records;
+  append_records(file, format, sample_by, records);
+  return records_in_memory(std::move(records));
 }
 
 std::string split_name_of(const std::string& split) { return split.substr(0, split.find('[')); }
@@ -275,6 +309,7 @@ SourceSpec source_spec(const ft::ConfigNode& cfg) {
   }
   spec.split = cfg.get<std::string>("split", "train");
   spec.revision = cfg.get<std::string>("revision", "main");
+  spec.streaming = cfg.get<bool>("streaming", false);
   if (cfg.has("sample_by")) {
     spec.sample_by = cfg.get<std::string>("sample_by");
     if (spec.sample_by != "line" && spec.sample_by != "paragraph" && spec.sample_by != "document")
@@ -298,7 +333,7 @@ std::string describe_source(const SourceSpec& spec) {
   return text;
 }
 
-std::vector<nlohmann::json> load_records(const SourceSpec& spec) {
+std::unique_ptr<RecordSource> load_records(const SourceSpec& spec) {
   const std::string split_name = split_name_of(spec.split);
   std::vector<std::string> files;
   std::optional<Format> format;
@@ -341,16 +376,21 @@ std::vector<nlohmann::json> load_records(const SourceSpec& spec) {
           split_files(snapshot, split_name, "source = \"" + spec.source + "\" (" + snapshot + ")");
     }
   }
-  std::vector<nlohmann::json> records;
-  for (const auto& f : files) append_records(f, *format, spec.sample_by, records);
-  const auto [begin, end] = split_range(spec.split, records.size());
+  std::unique_ptr<RecordSource> records;
+  if (spec.streaming) {
+    std::vector<std::unique_ptr<RecordSource>> parts;
+    for (const auto& f : files) parts.push_back(records_on_demand(f, *format, spec.sample_by));
+    records = concatenation(std::move(parts));
+  } else {
+    std::vector<nlohmann::json> all;
+    for (const auto& f : files) append_records(f, *format, spec.sample_by, all);
+    records = records_in_memory(std::move(all));
+  }
+  const std::size_t n = records->size();
+  const auto [begin, end] = split_range(spec.split, n);
   if (begin == end)
-    throw ft::Error("split = \"" + spec.split + "\" selects no records (the source has " +
-                    std::to_string(records.size()) + ")");
-  if (begin > 0 || end < records.size())
-    records = std::vector<nlohmann::json>(std::make_move_iterator(records.begin() + begin),
-                                          std::make_move_iterator(records.begin() + end));
-  return records;
+    throw ft::Error("split = \"" + spec.split + "\" selects no records (the source has " + std::to_string(n) + ")");
+  return slice_of(std::move(records), begin, end);
 }
 
 std::pair<std::size_t, std::size_t> split_range(const std::string& split, std::size_t n) {

@@ -8,6 +8,8 @@
 #include <ft/config.h>
 #include <ft/errors.h>
 
+#include "record_source.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -20,6 +22,7 @@ struct SourceSpec {
   std::vector<std::string> data_files;  // for source = "json" / "text" / "csv" / "parquet" / "arrow"
   std::string split = "train";          // "train", "test[:95%]", "train[10:200]", ...
   std::string revision = "main";        // a Hub dataset's branch, tag or commit in the cache
+  bool streaming = false;               // records read from their files when drawn
   std::string sample_by = "line";       // text files: "line", "paragraph" or "document"
 };
 
@@ -28,9 +31,11 @@ struct SourceSpec {
 SourceSpec source_spec(const ft::ConfigNode& cfg);
 
 // The records of the split: JSON objects (a Parquet, Arrow or CSV row is one, column -> value);
-// text files give {"text": ...} records. Errors name the file (and line, or row group and
-// column) and what was expected.
-std::vector<nlohmann::json> load_records(const SourceSpec& spec);
+// text files give {"text": ...} records. Parsed into memory, or with `streaming` read when
+// asked for (JSON Lines, Parquet, Arrow, CSV; a JSON array or text file is still parsed whole,
+// with a warning). Errors name the file (and line, or row group and column) and what was
+// expected.
+std::unique_ptr<RecordSource> load_records(const SourceSpec& spec);
 
 // `source = "..."` (with data_files and split when given), for errors about its records.
 std::string describe_source(const SourceSpec& spec);

@@ -18,6 +18,9 @@ void add_source_keys(ft::Schema& s, const std::string& default_source) {
                 "split and slice of the records: train, test, train[:95%], train[95%:], train[10:200]")
       .optional("revision", ft::ValueType::String, "\"main\"",
                 "a Hub dataset's branch, tag or commit in the local cache")
+      .optional("streaming", ft::ValueType::Bool, "false",
+                "read each record from its file when it is drawn (JSON Lines, Parquet, Arrow, CSV), keeping only "
+                "where it is in memory")
       .optional("filter_fn", ft::ValueType::String, "", "not supported (Python callables); filter the file beforehand");
 }
 

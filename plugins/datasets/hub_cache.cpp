@@ -62,9 +62,8 @@ std::string hub_dataset_snapshot(const std::string& name, const std::string& rev
   const fs::path repo = cache.dir / folder;
   if (!fs::is_directory(repo))
     throw ft::Error("source = \"" + name + "\": this Hugging Face Hub dataset is not in the local cache (looked for " +
-                    repo.string() + "; the cache is " + cache.chosen_by +
-                    "), and fthost does not download. Either " + download_hint(name, revision) +
-                    "\nor name a local file or directory in source");
+                    repo.string() + "; the cache is " + cache.chosen_by + "), and fthost does not download. Either " +
+                    download_hint(name, revision) + "\nor name a local file or directory in source");
   const bool is_commit = std::regex_match(revision, std::regex("[0-9a-f]{40}"));
   std::string commit = revision;
   if (!is_commit) {
@@ -79,15 +78,13 @@ std::string hub_dataset_snapshot(const std::string& name, const std::string& rev
       std::string known;
       for (const auto& r : refs) known += (known.empty() ? "" : ", ") + r;
       throw ft::Error("source = \"" + name + "\": the cache at " + repo.string() + " has no revision \"" + revision +
-                      "\" (" + (known.empty() ? "no refs" : "refs: " + known) + "); " +
-                      download_hint(name, revision));
+                      "\" (" + (known.empty() ? "no refs" : "refs: " + known) + "); " + download_hint(name, revision));
     }
   }
   const fs::path snapshot = repo / "snapshots" / commit;
   if (!fs::is_directory(snapshot))
     throw ft::Error("source = \"" + name + "\": revision \"" + revision + "\" is commit " + commit + ", but " +
-                    snapshot.string() + " does not exist (an interrupted download?); " +
-                    download_hint(name, revision));
+                    snapshot.string() + " does not exist (an interrupted download?); " + download_hint(name, revision));
   return snapshot.string();
 }
 

@@ -4,18 +4,18 @@
 
 namespace ft_ds {
 
-SftDataset::SftDataset(std::vector<nlohmann::json> records, std::unique_ptr<MessageTransform> transform,
+SftDataset::SftDataset(std::unique_ptr<RecordSource> records, std::unique_ptr<MessageTransform> transform,
                        std::shared_ptr<const ft::Tokenizer> tokenizer)
     : records_(std::move(records)), transform_(std::move(transform)), tokenizer_(std::move(tokenizer)) {
   // A bad record should fail before training starts, not at its first draw.
-  if (!records_.empty()) get(0);
+  if (records_->size() > 0) get(0);
 }
 
 ft::Sample SftDataset::get(std::size_t index) const {
-  if (index >= records_.size())
-    throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(records_.size()) +
+  if (index >= records_->size())
+    throw ft::Error("sample index " + std::to_string(index) + " out of range (" + std::to_string(records_->size()) +
                     " records)");
-  auto messages = (*transform_)(records_[index], index);
+  auto messages = (*transform_)(records_->record(index), index);
   validate_messages(messages, index);
   auto rendered = tokenizer_->tokenize_messages(messages, true);
   ft::Sample s;

@@ -8,18 +8,19 @@
 #include <string>
 
 #include "message_transforms.h"
+#include "record_source.h"
 
 namespace ft_ds {
 
 class SftDataset final : public ft::Dataset {
  public:
-  SftDataset(std::vector<nlohmann::json> records, std::unique_ptr<MessageTransform> transform,
+  SftDataset(std::unique_ptr<RecordSource> records, std::unique_ptr<MessageTransform> transform,
              std::shared_ptr<const ft::Tokenizer> tokenizer);
-  std::size_t size() const override { return records_.size(); }
+  std::size_t size() const override { return records_->size(); }
   ft::Sample get(std::size_t index) const override;
 
  private:
-  std::vector<nlohmann::json> records_;
+  std::unique_ptr<RecordSource> records_;
   std::unique_ptr<MessageTransform> transform_;
   std::shared_ptr<const ft::Tokenizer> tokenizer_;
 };

@@ -6,12 +6,12 @@
 
 namespace ft_ds {
 
-TextCompletionDataset::TextCompletionDataset(const std::vector<nlohmann::json>& records, const std::string& column,
-                                             bool add_eos, const ft::Tokenizer& tokenizer) {
+TextCompletionDataset::TextCompletionDataset(const RecordSource& records, const std::string& column, bool add_eos,
+                                             const ft::Tokenizer& tokenizer) {
   const std::int64_t chunk = tokenizer.max_seq_len();
   starts_.push_back(0);
   for (std::size_t r = 0; r < records.size(); ++r) {
-    const auto ids = tokenizer.encode(text_column(records[r], column, r), true, add_eos);
+    const auto ids = tokenizer.encode(text_column(records.record(r), column, r), true, add_eos);
     for (std::size_t begin = 0; begin < ids.size();) {
       const std::size_t end = chunk > 0 ? std::min(ids.size(), begin + static_cast<std::size_t>(chunk)) : ids.size();
       ids_.insert(ids_.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),

@@ -6,6 +6,8 @@
 
 #include <ft/dataset.h>
 
+#include "record_source.h"
+
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -16,7 +18,7 @@ namespace ft_ds {
 
 class TextCompletionDataset final : public ft::Dataset {
  public:
-  TextCompletionDataset(const std::vector<nlohmann::json>& records, const std::string& column, bool add_eos,
+  TextCompletionDataset(const RecordSource& records, const std::string& column, bool add_eos,
                         const ft::Tokenizer& tokenizer);
   std::size_t size() const override { return starts_.size() - 1; }
   ft::Sample get(std::size_t index) const override;

@@ -28,11 +28,10 @@ void register_text_completion_dataset(ft::Registry& reg) {
         const SourceSpec spec = source_spec(cfg);
         auto records = load_records(spec);
         std::unique_ptr<ft::Dataset> ds = with_source_in_errors(spec, [&] {
-          return std::make_unique<TextCompletionDataset>(records, cfg.get<std::string>("column"),
+          return std::make_unique<TextCompletionDataset>(*records, cfg.get<std::string>("column"),
                                                          cfg.get<bool>("add_eos"), *tokenizer);
         });
-        records.clear();
-        records.shrink_to_fit();
+        records.reset();  // the text is tokenized: only the ids stay
         return maybe_pack(std::move(ds), cfg, *tokenizer, cfg.get<bool>("split_across_pack"));
       });
 }

@@ -67,6 +67,7 @@ def main():
     for i, start in enumerate(range(0, n, 40)):
         alpaca.select(range(start, min(n, start + 40))).to_parquet(p("alpaca_shards", f"part-{i:05d}.parquet"))
     alpaca.to_csv(p("alpaca.csv"), index=False)
+    alpaca.to_json(p("alpaca.jsonl"))
     alpaca.save_to_disk(p("alpaca_saved"), num_shards=2)
     split = alpaca.train_test_split(test_size=0.25, shuffle=False)
     split.save_to_disk(p("alpaca_dict"))

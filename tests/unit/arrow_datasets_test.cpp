@@ -2,8 +2,11 @@
 // Hugging Face `datasets` and pyarrow write it (Parquet in one or several row groups and shards,
 // CSV, save_to_disk directories, a DatasetDict, a Hub cache laid out as huggingface_hub does)
 // gives byte for byte what the JSON it came from gives; a chat column of structs reads as the
-// JSON messages do; damaged or mistyped files fail naming the file. The fixtures are made by
+// JSON messages do; damaged or mistyped files fail naming the file. With `streaming = true`
+// (records read from their files when drawn) the samples are the same, and a streamed run stopped
+// mid-epoch resumes to the in-memory run's trajectory bit for bit. The fixtures are made by
 // tests/dataset_fixtures/make_dataset_fixtures.py (the dataset_fixtures ctest fixture).
+#include "running_fthost.h"
 #include "test_helpers.h"
 #include "text_data_support.h"
 
@@ -11,8 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -56,20 +63,26 @@ TEST(ArrowDatasets, EveryFormOfTheRecordsGivesTheSameSamples) {
   for (const Form& f : {
            Form{"Parquet (datasets' to_parquet)", "dataset.source=" + d + "/alpaca.parquet", ""},
            Form{"Parquet in row groups of 30", "dataset.source=" + d + "/alpaca_row_groups.parquet", ""},
-           Form{"source = parquet, data_files a glob", "dataset.source=parquet 'dataset.data_files=" + d +
-                                                           "/alpaca_shards/part-*.parquet'", ""},
+           Form{"source = parquet, data_files a glob",
+                "dataset.source=parquet 'dataset.data_files=" + d + "/alpaca_shards/part-*.parquet'", ""},
            Form{"source = parquet, data_files a directory",
                 "dataset.source=parquet dataset.data_files=" + d + "/alpaca_shards", ""},
-           Form{"source = parquet, data_files a list", "dataset.source=parquet 'dataset.data_files=[\"" + d +
-                                                           "/alpaca_shards/part-00000.parquet\", \"" + d +
-                                                           "/alpaca_shards/part-00001.parquet\", \"" + d +
-                                                           "/alpaca_shards/part-00002.parquet\"]'", ""},
+           Form{"source = parquet, data_files a list",
+                "dataset.source=parquet 'dataset.data_files=[\"" + d + "/alpaca_shards/part-00000.parquet\", \"" + d +
+                    "/alpaca_shards/part-00001.parquet\", \"" + d + "/alpaca_shards/part-00002.parquet\"]'",
+                ""},
            Form{"a directory of Parquet shards", "dataset.source=" + d + "/alpaca_shards", ""},
            Form{"CSV", "dataset.source=" + d + "/alpaca.csv", ""},
            Form{"save_to_disk, 2 shards", "dataset.source=" + d + "/alpaca_saved", ""},
            Form{"the Hub cache, JSON", "dataset.source=fthost-tests/alpaca-json", hub_cache()},
            Form{"the Hub cache under HF_HOME", "dataset.source=fthost-tests/alpaca-json",
                 "-u HF_HUB_CACHE HF_HOME=" + d},
+           Form{"JSON Lines, streaming", "dataset.source=" + d + "/alpaca.jsonl dataset.streaming=true", ""},
+           Form{"Parquet in row groups, streaming",
+                "dataset.source=" + d + "/alpaca_row_groups.parquet dataset.streaming=true", ""},
+           Form{"Parquet shards, streaming", "dataset.source=" + d + "/alpaca_shards dataset.streaming=true", ""},
+           Form{"save_to_disk, streaming", "dataset.source=" + d + "/alpaca_saved dataset.streaming=true", ""},
+           Form{"CSV, streaming", "dataset.source=" + d + "/alpaca.csv dataset.streaming=true", ""},
        }) {
     SCOPED_TRACE(f.what);
     const Data got = data_json(f.args, f.environment);
@@ -105,13 +118,77 @@ TEST(ArrowDatasets, SplitsAndRevisions) {
 
 // A list<struct<...>> column (chat messages) reads as the JSON's list of objects.
 TEST(ArrowDatasets, ChatMessagesFromParquet) {
-  const std::string chat = " dataset._component_=torchtune.datasets.chat_dataset dataset.conversation_column=conversations "
-                           "dataset.conversation_style=sharegpt ~dataset.train_on_input";
+  const std::string chat =
+      " dataset._component_=torchtune.datasets.chat_dataset dataset.conversation_column=conversations "
+      "dataset.conversation_style=sharegpt ~dataset.train_on_input";
   const Data reference = data_json("dataset.source=" + fttest::data_dir() + "/chat_tiny.json" + chat);
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   const Data parquet = data_json("dataset.source=" + fixtures() + "/chat.parquet" + chat);
   ASSERT_EQ(parquet.exit_code, 0) << parquet.err;
   EXPECT_TRUE(parquet.out == reference.out);
+}
+
+// A slice of streamed records is the same slice of the records in memory.
+TEST(StreamingDatasets, SlicesMatchTheRecordsInMemory) {
+  const std::string d = fixtures();
+  for (const std::string source : {"/alpaca.jsonl", "/alpaca_shards"}) {
+    SCOPED_TRACE(source);
+    const Data in_memory = data_json("dataset.source=" + d + source + " 'dataset.split=train[10:70]'");
+    ASSERT_EQ(in_memory.exit_code, 0) << in_memory.err;
+    EXPECT_EQ(samples_in(in_memory), 60u);
+    const Data streamed =
+        data_json("dataset.source=" + d + source + " 'dataset.split=train[10:70]' dataset.streaming=true");
+    ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+    EXPECT_TRUE(streamed.out == in_memory.out);
+  }
+}
+
+// A streamed run (JSON Lines read record by record) stopped by SIGTERM mid-epoch and resumed
+// logs exactly the rows of the run that held its records in memory and was never stopped, and
+// ends with its weights.
+TEST(StreamingDatasets, AStreamedRunStoppedMidEpochResumesToTheInMemoryRun) {
+  auto args = [](const std::string& out, const std::string& source) {
+    return "--config " + std::string(FT_SOURCE_DIR) +
+           "/configs/tiny_alpaca_llama3.toml tokenizer.path=" + fttest::tokenizers_dir() +
+           "/llama3/tokenizer.json dataset.source=" + source + " output_dir=" + out +
+           " epochs=2 max_steps_per_epoch=8 num_threads=1 "
+           "metric_logger._component_=torchtune.training.metric_logging.DiskLogger metric_logger.log_dir=" +
+           out + "/logs metric_logger.filename=metrics.jsonl metric_logger.output_fmt=jsonl";
+  };
+  const std::string reference = fttest::temp_dir();
+  const auto full = fttest::run_fthost(args(reference, fttest::data_dir() + "/alpaca_tiny.json"));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+
+  const std::string out = fttest::temp_dir();
+  const std::string streamed = args(out, fixtures() + "/alpaca.jsonl") + " dataset.streaming=true";
+  {
+    fttest::RunningFthost run(streamed, out + "/run.log");
+    auto logged = [&] {
+      const std::string text = fttest::read_file(out + "/logs/metrics.jsonl");
+      return std::count(text.begin(), text.end(), '\n');
+    };
+    while (run.running() && logged() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    run.signal(SIGTERM);
+    ASSERT_EQ(run.wait(), 75) << fttest::read_file(out + "/run.log");
+  }
+  const auto resumed = fttest::run_fthost(streamed + " resume_from_checkpoint=true");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + out + "/"), std::string::npos) << resumed.output;
+  auto rows = [](const std::string& dir) {
+    std::vector<std::string> kept;
+    std::istringstream in(fttest::read_file(dir + "/logs/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      kept.push_back(nlohmann::json{
+          {"step", j.at("step")}, {"loss", j.at("loss")}, {"lr", j.at("lr")}, {"num_tokens", j.at("num_tokens")}}
+                         .dump());
+    }
+    return kept;
+  };
+  EXPECT_EQ(rows(out), rows(reference)) << "a step differs, repeats or is missing";
+  EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") ==
+              fttest::read_file(reference + "/epoch_1/model.safetensors"))
+      << "final weights differ";
 }
 
 TEST(ArrowDatasets, BadInputNamesTheFileAndWhatWasExpected) {
@@ -121,23 +198,31 @@ TEST(ArrowDatasets, BadInputNamesTheFileAndWhatWasExpected) {
     std::vector<std::string> messages;
   };
   for (const Case& c : {
-           Case{"dataset.source=" + d + "/truncated.parquet", "",
+           Case{"dataset.source=" + d + "/truncated.parquet",
+                "",
                 {d + "/truncated.parquet: not a readable Parquet file", "magic bytes"}},
-           Case{"dataset.source=" + d + "/no_instruction.parquet", "",
+           Case{"dataset.source=" + d + "/no_instruction.parquet",
+                "",
                 {"source = \"" + d + "/no_instruction.parquet\": record 0 has no column \"instruction\""}},
-           Case{"dataset.source=" + d + "/int_instruction.parquet", "",
+           Case{"dataset.source=" + d + "/int_instruction.parquet",
+                "",
                 {"source = \"" + d + "/int_instruction.parquet\": record 0: column \"instruction\" is not text"}},
            Case{"dataset.source=" + d + "/empty.parquet", "", {"selects no records (the source has 0)"}},
-           Case{"dataset.source=fthost-tests/not-there", hub_cache(),
+           Case{"dataset.source=fthost-tests/not-there",
+                hub_cache(),
                 {"not in the local cache (looked for " + d + "/hub/datasets--fthost-tests--not-there",
                  "the cache is HF_HUB_CACHE", "hf download fthost-tests/not-there --repo-type dataset"}},
-           Case{"dataset.source=fthost-tests/alpaca dataset.revision=v9", hub_cache(),
+           Case{"dataset.source=fthost-tests/alpaca dataset.revision=v9",
+                hub_cache(),
                 {"has no revision \"v9\" (refs: main, v0.1)"}},
-           Case{"dataset.source=fthost-tests/alpaca dataset.split=validation", hub_cache(),
+           Case{"dataset.source=fthost-tests/alpaca dataset.split=validation",
+                hub_cache(),
                 {"has no split \"validation\" (its parquet files make the splits test, train)"}},
-           Case{"dataset.source=" + d + "/alpaca_dict dataset.split=validation", "",
+           Case{"dataset.source=" + d + "/alpaca_dict dataset.split=validation",
+                "",
                 {"DatasetDict (dataset_dict.json) has no split \"validation\""}},
-           Case{"dataset.source=parquet 'dataset.data_files=" + d + "/nothing-*.parquet'", "",
+           Case{"dataset.source=parquet 'dataset.data_files=" + d + "/nothing-*.parquet'",
+                "",
                 {"the pattern matches no file"}},
            Case{"dataset.source=" + d + "/alpaca.parquet dataset.split=test", "", {"has only the \"train\" split"}},
        }) {
