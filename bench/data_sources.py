@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Reading a dataset from JSON Lines against the same records as Parquet: the time and peak RSS
-of `fthost data --samples 0` (read every record, tokenize and collate every sample with the
-Llama 3 tokenizer, print the statistics) on an Alpaca-shaped corpus. Not a test.
+"""Reading a dataset from JSON Lines against the same records as Parquet, each held in memory and
+streamed (`streaming = true`: read when drawn): the time and peak RSS of `fthost data --samples
+0` (read every record, tokenize and collate every sample with the Llama 3 tokenizer, print the
+statistics) on an Alpaca-shaped corpus. Not a test.
 
   .venv/bin/python bench/data_sources.py [--records 200000] [--rounds 3]
 
 The corpus is the shared fixture's 100 Alpaca records repeated with a counter appended to each
 instruction, written once as .jsonl (datasets' to_json layout) and once as .parquet (pyarrow,
-row groups of 64K rows). Interleaved rounds; medians. The records are held in memory as parsed
-JSON either way (no streaming yet), so peak RSS grows with the corpus. Run nothing else beside
-it (`uptime` first).
+row groups of 64K rows; the repeated text compresses far better than real data would).
+Interleaved rounds; medians. Run nothing else beside it (`uptime` first).
 """
 import argparse
 import json
@@ -44,9 +44,10 @@ def corpus(records, out):
     return {"jsonl": jsonl, "parquet": parquet}
 
 
-def run(source, out):
+def run(source, streaming, out):
     args = [str(FTHOST), "data", "--samples", "0", "--config", str(ROOT / "configs" / "tiny_alpaca_llama3.toml"),
-            f"tokenizer.path={FIXTURES / 'tokenizers' / 'llama3' / 'tokenizer.json'}", f"dataset.source={source}"]
+            f"tokenizer.path={FIXTURES / 'tokenizers' / 'llama3' / 'tokenizer.json'}", f"dataset.source={source}",
+            f"dataset.streaming={'true' if streaming else 'false'}"]
     log = out / "run.log"
     start = time.perf_counter()
     with open(log, "w") as f:
@@ -68,20 +69,20 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fthost-data-bench-") as tmp:
         files = corpus(a.records, pathlib.Path(tmp))
         sizes = {k: v.stat().st_size / 2**20 for k, v in files.items()}
-        times = {k: [] for k in files}
-        peaks = {k: [] for k in files}
+        variants = [(kind, streaming) for kind in files for streaming in (False, True)]
+        times = {v: [] for v in variants}
+        peaks = {v: [] for v in variants}
         for r in range(a.rounds):
-            for kind in (list(files) if r % 2 == 0 else list(reversed(list(files)))):
-                seconds, peak = run(files[kind], pathlib.Path(tmp))
-                times[kind].append(seconds)
-                peaks[kind].append(peak)
+            for v in (variants if r % 2 == 0 else list(reversed(variants))):
+                seconds, peak = run(files[v[0]], v[1], pathlib.Path(tmp))
+                times[v].append(seconds)
+                peaks[v].append(peak)
         print(f"{a.records} records, {a.rounds} interleaved rounds (medians)")
-        print(f"{'source':8} {'file MiB':>9} {'seconds':>8} {'samples/s':>10} {'peak RSS GiB':>13}")
-        for kind in files:
-            t = statistics.median(times[kind])
-            print(f"{kind:8} {sizes[kind]:9.1f} {t:8.2f} {a.records / t:10.0f} {statistics.median(peaks[kind]):13.2f}")
-        print(f"parquet / jsonl: time {statistics.median(times['parquet']) / statistics.median(times['jsonl']):.3f}, "
-              f"peak RSS {statistics.median(peaks['parquet']) / statistics.median(peaks['jsonl']):.3f}")
+        print(f"{'source':8} {'streaming':>9} {'file MiB':>9} {'seconds':>8} {'samples/s':>10} {'peak RSS GiB':>13}")
+        for v in variants:
+            t = statistics.median(times[v])
+            print(f"{v[0]:8} {str(v[1]):>9} {sizes[v[0]]:9.1f} {t:8.2f} {a.records / t:10.0f} "
+                  f"{statistics.median(peaks[v]):13.2f}")
 
 
 if __name__ == "__main__":
