@@ -23,6 +23,11 @@ string(REPLACE "\n" ";" fthost_pyarrow "${fthost_pyarrow}")
 list(GET fthost_pyarrow 0 FTHOST_ARROW_VERSION)
 list(GET fthost_pyarrow 1 fthost_arrow_include)
 list(GET fthost_pyarrow 2 FTHOST_ARROW_LIBRARY_DIR)
+if(NOT FTHOST_ARROW_VERSION VERSION_LESS 23)
+  message(FATAL_ERROR "fthost: pyarrow ${FTHOST_ARROW_VERSION} at ${FTHOST_ARROW_LIBRARY_DIR}: Arrow 23 and later "
+                      "need C++20 (their headers use std::span) and fthost is C++17. Install the pinned version "
+                      "(`bash scripts/setup.sh`: pyarrow 22.0.0), or configure with -DFTHOST_WITH_ARROW=OFF.")
+endif()
 
 function(fthost_import_arrow_library target name)
   # The wheel's libraries are named by their soname (libarrow.so.2200); no unversioned link.

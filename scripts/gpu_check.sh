@@ -53,9 +53,11 @@ if [[ -n "$deb_dir" ]]; then
 fi
 
 section "configure against $(command -v python3)'s PyTorch"
-# The device image may lack pyarrow (and cannot install it): the GPU checks read no Parquet.
+# The device image may lack pyarrow 22 (and cannot install it; 23+ needs C++20): the GPU checks
+# read no Parquet.
 arrow=()
-python3 -c 'import pyarrow' 2>/dev/null || arrow=(-DFTHOST_WITH_ARROW=OFF)
+python3 -c 'import pyarrow, sys; sys.exit(pyarrow.__version__.split(".")[0] != "22")' 2>/dev/null ||
+  arrow=(-DFTHOST_WITH_ARROW=OFF)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFTHOST_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DFTHOST_PYTHON="$(command -v python3)" "${arrow[@]}" "${cmake_prefix[@]}" >"$report/configure.log" 2>&1
 rc=$?
