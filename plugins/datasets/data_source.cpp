@@ -126,7 +126,14 @@ const char* format_name(Format f) {
   return "";
 }
 
-// The files of `dir` (recursively, in path order) in `format`; hidden entries are skipped.
+// The metadata files `datasets` and the Hub keep beside the data, never records.
+bool is_metadata_file(const std::string& name) {
+  return name == "dataset_info.json" || name == "dataset_infos.json" || name == "dataset_dict.json" ||
+         name == "state.json";
+}
+
+// The files of `dir` (recursively, in path order) in `format`; hidden entries and metadata
+// files are skipped.
 std::vector<std::string> files_in(const fs::path& dir, std::optional<Format> format) {
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
@@ -135,6 +142,7 @@ std::vector<std::string> files_in(const fs::path& dir, std::optional<Format> for
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
+    if (is_metadata_file(name)) continue;
     if (it->is_regular_file() && format_of_file(it->path()) && (!format || *format_of_file(it->path()) == *format))
       files.push_back(it->path().string());
   }

@@ -92,8 +92,12 @@ def main():
     older = "89abcdef0123456789abcdef0123456789abcdef"
     hub_repo(cache, "fthost-tests/alpaca", older, {"data/train-00000-of-00001.parquet": p("test.parquet")},
              refs=("v0.1",))
+    with open(p("dataset_infos.json"), "w") as f:  # metadata some JSON repos carry beside the data
+        json.dump({"default": {"description": "", "features": {}}}, f)
     hub_repo(cache, "fthost-tests/alpaca-json", commit,
-             {"alpaca_data_cleaned.json": os.path.join(a.fixtures, "data", "alpaca_tiny.json")})
+             {"alpaca_data_cleaned.json": os.path.join(a.fixtures, "data", "alpaca_tiny.json"),
+              "dataset_infos.json": p("dataset_infos.json")})
+    os.remove(p("dataset_infos.json"))
     for name in ("train.parquet", "test.parquet", "README.md"):
         os.remove(p(name))
 
