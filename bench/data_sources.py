@@ -17,6 +17,7 @@ import os
 import pathlib
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -65,9 +66,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--write-corpus", help=argparse.SUPPRESS)
     a = parser.parse_args()
+    if a.write_corpus:
+        corpus(a.records, pathlib.Path(a.write_corpus))
+        return
     with tempfile.TemporaryDirectory(prefix="fthost-data-bench-") as tmp:
-        files = corpus(a.records, pathlib.Path(tmp))
+        # Written by another process: a child's peak RSS counts the parent's pages it was forked
+        # with, so this process must not hold the corpus.
+        subprocess.run([sys.executable, __file__, "--records", str(a.records), "--write-corpus", tmp], check=True)
+        files = {"jsonl": pathlib.Path(tmp) / "corpus.jsonl", "parquet": pathlib.Path(tmp) / "corpus.parquet"}
         sizes = {k: v.stat().st_size / 2**20 for k, v in files.items()}
         variants = [(kind, streaming) for kind in files for streaming in (False, True)]
         times = {v: [] for v in variants}
@@ -77,7 +85,9 @@ def main():
                 seconds, peak = run(files[v[0]], v[1], pathlib.Path(tmp))
                 times[v].append(seconds)
                 peaks[v].append(peak)
-        print(f"{a.records} records, {a.rounds} interleaved rounds (medians)")
+        base_seconds, base_peak = run(FIXTURES / "data" / "alpaca_tiny.json", False, pathlib.Path(tmp))
+        print(f"{a.records} records, {a.rounds} interleaved rounds (medians); the 100-record fixture peaks at "
+              f"{base_peak:.2f} GiB")
         print(f"{'source':8} {'streaming':>9} {'file MiB':>9} {'seconds':>8} {'samples/s':>10} {'peak RSS GiB':>13}")
         for v in variants:
             t = statistics.median(times[v])
