@@ -29,6 +29,9 @@ const ft::Schema& recipe_schema() {
                   "also checkpoint every N optimizer steps as step_N (0: each epoch only)")
         .optional("keep_last_n", ValueType::Int, "0", "keep only the newest N complete checkpoints (0: all)")
         .optional("num_threads", ValueType::Int, "0", "intra-op and BLAS threads (0: all cores of this rank)")
+        .optional("num_workers", ValueType::Int, "0",
+                  "background threads that tokenize and collate the training step's micro-batches ahead of it "
+                  "(0: the step makes its own)")
         .optional("collate_fn", ValueType::String, "", "torchtune spelling of the [collate] component")
         .optional("optimizer_in_bwd", ValueType::Bool, "false",
                   "step each parameter in backward as soon as its gradient is final, then free the gradient")

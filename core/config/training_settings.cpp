@@ -256,6 +256,9 @@ TrainingSettings read_training_settings(const ft::ConfigNode& root) {
   s.log_peak_memory_stats = root.get<bool>("log_peak_memory_stats");
   s.num_threads = root.get<int>("num_threads");
   if (s.num_threads < 0) root.fail("num_threads", "expected an integer >= 0 (0: all cores)");
+  s.num_workers = root.get<int>("num_workers");
+  if (s.num_workers < 0 || s.num_workers > 64)
+    root.fail("num_workers", "expected 0 (the step makes its own batches) to 64 background threads");
   const double timeout_s = root.get<double>("distributed_timeout_s");
   if (!(timeout_s > 0)) root.fail("distributed_timeout_s", "expected a positive number of seconds");
   s.distributed_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));

@@ -63,6 +63,9 @@ struct TrainingSettings {
   std::int64_t log_every_n_steps = 1;
   bool log_peak_memory_stats = false;
   int num_threads = 0;  // 0: this rank's share of the machine's cores
+  // Background threads making the training step's micro-batches ahead of it (0: the step makes
+  // its own).
+  int num_workers = 0;
   // A collective (or rank 0's wait for the other ranks' checkpoint files) not done after this
   // long fails the run on every rank.
   std::chrono::milliseconds distributed_timeout{300000};

@@ -294,6 +294,7 @@ void FullFinetuneRecipe::setup_data() {
       mesh_.tensor_parallel_size *
       (mesh_.context_parallel ? 2 * static_cast<std::int64_t>(mesh_.context_parallel_size) : 1);
   collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index(), pad_to_multiple_of);
+  batches_ = std::make_unique<BatchPrefetcher>(dataset_, collate_, s_.num_workers);
 
   // The ranks of one context-parallel group read the same samples.
   const int dp_size = mesh_.sample_replicas(parallelism_->data_parallel_size());
@@ -371,9 +372,12 @@ FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
   for (std::int64_t epoch = first_epoch_; epoch < s_.epochs; ++epoch) {
     const MicroBatches batches = batches_of(sampler_->indices(epoch), static_cast<std::size_t>(s_.batch_size), true);
     const std::int64_t first_step = epoch == first_epoch_ ? resumed_micro_batches_ / s_.gradient_accumulation_steps : 0;
+    // The micro-batches this epoch's remaining steps take, in order.
+    batches_->start(
+        MicroBatches(batches.begin() + static_cast<std::ptrdiff_t>(first_step) * s_.gradient_accumulation_steps,
+                     batches.begin() + static_cast<std::ptrdiff_t>(steps_per_epoch_) * s_.gradient_accumulation_steps));
     for (std::int64_t step = first_step; step < steps_per_epoch_; ++step) {
-      const auto first = batches.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(step) * accumulation);
-      const StepTotals totals = train_step(MicroBatches(first, first + static_cast<std::ptrdiff_t>(accumulation)));
+      const StepTotals totals = train_step(accumulation);
       ++global_step_;
       log_step(epoch, totals);
       const bool saved = save_if_due(epoch, step);
@@ -419,7 +423,7 @@ void FullFinetuneRecipe::save_stop_step(std::int64_t epoch, std::int64_t step_in
         global_step_, total_steps_, s_.checkpoint.dir, tag, kPreemptedExitCode);
 }
 
-FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches& micro_batches) {
+FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(std::size_t micro_batches) {
   const auto start = ft::Clock::now();
   const std::int64_t ignore_index = loss_->ignore_index();
   // Summed on the device: no host synchronisation until the step's totals are needed.
@@ -427,11 +431,8 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
   at::Tensor rank_tokens = at::zeros({}, at::TensorOptions(at::kLong).device(s_.device));
   at::Tensor rank_auxiliary, rank_expert_load;
   StepTotals step;
-  for (std::size_t i = 0; i < micro_batches.size(); ++i) {
-    std::vector<ft::Sample> samples;
-    samples.reserve(micro_batches[i].size());
-    for (auto index : micro_batches[i]) samples.push_back(dataset_->get(static_cast<std::size_t>(index)));
-    const ft::Batch whole = collate_->collate(samples);
+  for (std::size_t i = 0; i < micro_batches; ++i) {
+    const ft::Batch whole = batches_->next();
     step.seq_len = std::max(step.seq_len, whole.tokens.size(-1));
     // Under context parallelism this rank's positions of each row; else the rows themselves.
     const ContextParallelShare share = rank_share(whole);
@@ -444,7 +445,7 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(const MicroBatches
     // The seed sums the count over the ranks before backward; a policy that normalises in
     // backward needs it there, the other reads it once after the last micro-batch.
     if (step_policy_->needs_step_tokens_before_backward()) step.tokens = total_tokens(rank_tokens);
-    parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches.size());
+    parallelism_->begin_micro_batch(/*syncs_gradients=*/i + 1 == micro_batches);
     ForwardLoss forward = forward_loss(batch, targets);
     rank_loss += forward.loss_sum.detach().to(at::kFloat);
     at::Tensor objective = forward.loss_sum;

@@ -7,6 +7,7 @@
 
 #include "config/distributed_environment.h"
 #include "config/training_settings.h"
+#include "train/batch_prefetcher.h"
 #include "train/c10d_collectives.h"
 #include "train/checkpoint_manager.h"
 #include "train/context_parallel_batch.h"
@@ -105,8 +106,9 @@ class FullFinetuneRecipe {
   // One dataset or, for a list of tables, their concatenation (dataset, dataset_val).
   void setup_validation();
 
-  // Forward and backward over the micro-batches of one optimizer step, then the step itself.
-  StepTotals train_step(const MicroBatches& micro_batches);
+  // Forward and backward over the next `micro_batches` micro-batches of the epoch's plan
+  // (batches_), then the step itself.
+  StepTotals train_step(std::size_t micro_batches);
   // The step's token count summed over the data-parallel ranks; throws when it is 0.
   std::int64_t total_tokens(const at::Tensor& rank_tokens);
   // The loss summed over `targets`' tokens; the model's outputs are freed before it returns.
@@ -147,6 +149,7 @@ class FullFinetuneRecipe {
   std::shared_ptr<ft::Tokenizer> tokenizer_;
   std::shared_ptr<ft::Dataset> dataset_;
   std::shared_ptr<ft::Collate> collate_;
+  std::unique_ptr<BatchPrefetcher> batches_;  // dataset_ and collate_'s micro-batches, in the sampler's order
   std::shared_ptr<ft::Loss> loss_;
   std::shared_ptr<ft::Optimizer> optimizer_;
   std::unique_ptr<OptimizerStepPolicy> step_policy_;

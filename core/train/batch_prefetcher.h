@@ -1,0 +1,62 @@
+// The training step's micro-batches, index -> sample -> collate, made ahead of the step by
+// `workers` background threads (num_workers, torchtune's DataLoader key; 0: the step makes each
+// one when it needs it). Batches come out in the plan's order whatever order the workers finish
+// them in, so training is the same bit for bit; a worker's error is rethrown by next().
+// Datasets and collates are called from the worker threads: ft::Dataset::get and
+// ft::Collate::collate are const, and must be safe to call concurrently (docs/plugins.md).
+#pragma once
+
+#include <ft/collate.h>
+#include <ft/dataset.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fthost {
+
+class BatchPrefetcher {
+ public:
+  using Plan = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
+
+  BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate,
+                  int workers);
+  // Stops the workers (a batch being made is finished and dropped) and joins them.
+  ~BatchPrefetcher();
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  // Makes `plan`'s batches from now on; the previous plan's unfinished ones are dropped.
+  void start(Plan plan);
+  // The plan's next batch (its samples collated), waiting for it when a worker is still on it.
+  // Throws the error making it threw; std::out_of_range past the plan's end.
+  ft::Batch next();
+
+ private:
+  struct Made {
+    ft::Batch batch;
+    std::exception_ptr error;
+  };
+  ft::Batch make(const std::vector<std::int64_t>& indices) const;
+  void work();
+
+  std::shared_ptr<const ft::Dataset> dataset_;
+  std::shared_ptr<const ft::Collate> collate_;
+  const std::size_t ahead_;  // batches made beyond the one next() waits for
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Plan plan_;
+  std::uint64_t generation_ = 0;  // counts start() calls: a batch of an older plan is dropped
+  std::size_t next_to_make_ = 0, next_to_take_ = 0;
+  std::map<std::size_t, Made> made_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace fthost
