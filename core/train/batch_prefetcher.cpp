@@ -7,8 +7,8 @@
 
 namespace fthost {
 
-BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset,
-                                 std::shared_ptr<const ft::Collate> collate, int workers)
+BatchPrefetcher::BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate,
+                                 int workers)
     : dataset_(std::move(dataset)), collate_(std::move(collate)), ahead_(2 * static_cast<std::size_t>(workers)) {
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
 }
@@ -58,9 +58,8 @@ ft::Batch BatchPrefetcher::next() {
 void BatchPrefetcher::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    changed_.wait(lock, [&] {
-      return stopping_ || (next_to_make_ < plan_.size() && next_to_make_ <= next_to_take_ + ahead_);
-    });
+    changed_.wait(
+        lock, [&] { return stopping_ || (next_to_make_ < plan_.size() && next_to_make_ <= next_to_take_ + ahead_); });
     if (stopping_) return;
     const std::size_t index = next_to_make_++;
     const std::uint64_t generation = generation_;

@@ -24,8 +24,7 @@ class BatchPrefetcher {
  public:
   using Plan = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
 
-  BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate,
-                  int workers);
+  BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate, int workers);
   // Stops the workers (a batch being made is finished and dropped) and joins them.
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher&) = delete;

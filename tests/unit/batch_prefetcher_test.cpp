@@ -2,8 +2,8 @@
 // whatever order the workers finish in, restartable with a new plan, a worker's error rethrown at
 // its batch, stopped cleanly with work pending; and a run with workers trains bit for bit as one
 // without. Also built into the ThreadSanitizer phase's executable.
-#include "test_helpers.h"
 #include "train/batch_prefetcher.h"
+#include "test_helpers.h"
 
 #include <gtest/gtest.h>
 
