@@ -33,11 +33,12 @@ void BatchPrefetcher::start(Plan plan) {
   changed_.notify_all();
 }
 
-ft::Batch BatchPrefetcher::make(const std::vector<std::int64_t>& indices) const {
+ft::Batch collate_indices(const ft::Dataset& dataset, const ft::Collate& collate,
+                          const std::vector<std::int64_t>& indices) {
   std::vector<ft::Sample> samples;
   samples.reserve(indices.size());
-  for (auto index : indices) samples.push_back(dataset_->get(static_cast<std::size_t>(index)));
-  return collate_->collate(samples);
+  for (auto index : indices) samples.push_back(dataset.get(static_cast<std::size_t>(index)));
+  return collate.collate(samples);
 }
 
 ft::Batch BatchPrefetcher::next() {
@@ -45,7 +46,7 @@ ft::Batch BatchPrefetcher::next() {
   if (next_to_take_ >= plan_.size())
     throw std::out_of_range("batch prefetcher: batch " + std::to_string(next_to_take_) + " of a plan of " +
                             std::to_string(plan_.size()));
-  if (threads_.empty()) return make(plan_[next_to_take_++]);
+  if (threads_.empty()) return collate_indices(*dataset_, *collate_, plan_[next_to_take_++]);
   changed_.wait(lock, [&] { return made_.count(next_to_take_) > 0; });
   Made made = std::move(made_.at(next_to_take_));
   made_.erase(next_to_take_++);
@@ -67,7 +68,7 @@ void BatchPrefetcher::work() {
     lock.unlock();
     Made made;
     try {
-      made.batch = make(indices);
+      made.batch = collate_indices(*dataset_, *collate_, indices);
     } catch (...) {
       made.error = std::current_exception();
     }

@@ -20,6 +20,11 @@
 
 namespace fthost {
 
+// The batch of `indices`: each sample from `dataset`, then collated. What every data path does
+// with a micro-batch's indices (the training step's, through BatchPrefetcher; validation's).
+ft::Batch collate_indices(const ft::Dataset& dataset, const ft::Collate& collate,
+                          const std::vector<std::int64_t>& indices);
+
 class BatchPrefetcher {
  public:
   using Plan = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
@@ -41,7 +46,6 @@ class BatchPrefetcher {
     ft::Batch batch;
     std::exception_ptr error;
   };
-  ft::Batch make(const std::vector<std::int64_t>& indices) const;
   void work();
 
   std::shared_ptr<const ft::Dataset> dataset_;

@@ -1,5 +1,6 @@
 #include "train/validation_loop.h"
 
+#include "train/batch_prefetcher.h"
 #include "train/distributed_sampler.h"
 
 #include <ft/clock.h>
@@ -43,10 +44,7 @@ ValidationLoop::Result ValidationLoop::run() {
     parts_.model->module().eval();
     std::size_t position = 0;  // of the batch's first sample in this rank's share
     for (const auto& indices : shard_.batches) {
-      std::vector<ft::Sample> samples;
-      samples.reserve(indices.size());
-      for (auto index : indices) samples.push_back(dataset_->get(static_cast<std::size_t>(index)));
-      ft::Batch batch = parts_.collate->collate(samples);
+      ft::Batch batch = collate_indices(*dataset_, *parts_.collate, indices);
       // Padding samples: their labels are all ignored, so they add neither loss nor tokens.
       if (position + indices.size() > shard_.counted) {
         const auto own = static_cast<std::int64_t>(shard_.counted > position ? shard_.counted - position : 0);
