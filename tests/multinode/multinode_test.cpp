@@ -4,6 +4,7 @@
 // leaving nothing running.
 #include "golden_cases.h"
 #include "netns_hosts.h"
+#include "resume_reference.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@ namespace {
 
 using namespace fttest::golden;
 using fttest::NetnsHosts;
+using fttest::resume::trajectory;
 using Clock = std::chrono::steady_clock;
 
 const char* kLoss = "torchtune.modules.loss.CEWithChunkedOutputLoss";
@@ -115,18 +117,6 @@ std::string failure_line(const std::string& log) {
   if (at == std::string::npos) return "(none)";
   const auto begin = log.rfind('\n', at) + 1;
   return log.substr(begin, log.find('\n', at) - begin);
-}
-
-// The trajectory's numbers, step by step, as logged.
-std::vector<std::string> trajectory(const std::string& out) {
-  std::vector<std::string> steps;
-  for (const json& l : read_jsonl(out + "/logs/metrics.jsonl")) {
-    json kept;
-    for (const char* key : {"step", "loss", "lr", "grad_norm", "num_tokens"})
-      if (l.contains(key)) kept[key] = l.at(key);
-    steps.push_back(kept.dump());
-  }
-  return steps;
 }
 
 // A run over several hosts against the same layout on one host (the fthost launcher over

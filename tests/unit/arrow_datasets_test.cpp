@@ -6,6 +6,7 @@
 // (records read from their files when drawn) the samples are the same, and a streamed run stopped
 // mid-epoch resumes to the in-memory run's trajectory bit for bit. The fixtures are made by
 // tests/dataset_fixtures/make_dataset_fixtures.py (the dataset_fixtures ctest fixture).
+#include "resume_reference.h"
 #include "running_fthost.h"
 #include "test_helpers.h"
 #include "text_data_support.h"
@@ -174,18 +175,8 @@ TEST(StreamingDatasets, AStreamedRunStoppedMidEpochResumesToTheInMemoryRun) {
   const auto resumed = fttest::run_fthost(streamed + " resume_from_checkpoint=true");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from " + out + "/"), std::string::npos) << resumed.output;
-  auto rows = [](const std::string& dir) {
-    std::vector<std::string> kept;
-    std::istringstream in(fttest::read_file(dir + "/logs/metrics.jsonl"));
-    for (std::string line; std::getline(in, line);) {
-      const auto j = nlohmann::json::parse(line);
-      kept.push_back(nlohmann::json{
-          {"step", j.at("step")}, {"loss", j.at("loss")}, {"lr", j.at("lr")}, {"num_tokens", j.at("num_tokens")}}
-                         .dump());
-    }
-    return kept;
-  };
-  EXPECT_EQ(rows(out), rows(reference)) << "a step differs, repeats or is missing";
+  EXPECT_EQ(fttest::resume::trajectory(out), fttest::resume::trajectory(reference))
+      << "a step differs, repeats or is missing";
   EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") ==
               fttest::read_file(reference + "/epoch_1/model.safetensors"))
       << "final weights differ";

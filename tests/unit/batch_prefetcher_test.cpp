@@ -3,6 +3,7 @@
 // its batch, stopped cleanly with work pending; and a run with workers trains bit for bit as one
 // without. Also built into the ThreadSanitizer phase's executable.
 #include "train/batch_prefetcher.h"
+#include "resume_reference.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -136,18 +137,8 @@ TEST(BatchPrefetcher, TrainingWithWorkersIsBitwiseTrainingWithout) {
     return out;
   };
   const std::string without = run(0), with = run(3);
-  auto rows = [](const std::string& dir) {
-    std::vector<std::string> kept;
-    std::istringstream in(fttest::read_file(dir + "/logs/metrics.jsonl"));
-    for (std::string line; std::getline(in, line);) {
-      const auto j = nlohmann::json::parse(line);
-      kept.push_back(
-          nlohmann::json{{"step", j.at("step")}, {"loss", j.at("loss")}, {"num_tokens", j.at("num_tokens")}}.dump());
-    }
-    return kept;
-  };
-  EXPECT_EQ(rows(with).size(), 24u);
-  EXPECT_EQ(rows(with), rows(without));
+  EXPECT_EQ(fttest::resume::trajectory(with).size(), 24u);
+  EXPECT_EQ(fttest::resume::trajectory(with), fttest::resume::trajectory(without));
   EXPECT_TRUE(fttest::read_file(with + "/epoch_1/model.safetensors") ==
               fttest::read_file(without + "/epoch_1/model.safetensors"));
 }

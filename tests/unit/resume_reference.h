@@ -66,6 +66,20 @@ inline void expect_same_trajectory(const std::map<int, json>& reference, const s
   EXPECT_EQ(seen.size(), reference.size()) << log;
 }
 
+// A run's logged trajectory, step by step in the order logged: each row of
+// <out>/logs/metrics.jsonl cut to step, loss, lr, grad_norm and num_tokens (those it has), as
+// text, so two runs compare with ==.
+inline std::vector<std::string> trajectory(const std::string& out) {
+  std::vector<std::string> steps;
+  for (const json& l : read_jsonl(out + "/logs/metrics.jsonl")) {
+    json kept;
+    for (const char* key : {"step", "loss", "lr", "grad_norm", "num_tokens"})
+      if (l.contains(key)) kept[key] = l.at(key);
+    steps.push_back(kept.dump());
+  }
+  return steps;
+}
+
 inline std::set<std::string> entries_of(const std::string& dir) {
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());

@@ -4,6 +4,7 @@
 // FSDP / HSDP / DDP on the data-parallel ranks, with activation checkpointing and across a
 // resume. Plans that the model cannot apply fail with the plan entry named.
 #include "golden_cases.h"
+#include "resume_reference.h"
 #include "test_helpers.h"
 
 #include <boost/filesystem.hpp>
@@ -189,24 +190,6 @@ TEST(TensorParallel, LsListsThePlans) {
   EXPECT_NE(r.output.find("inference"), std::string::npos) << r.output;
 }
 
-// Every row `rows` holds (a resumed run repeats some) is bitwise the reference's row of its step,
-// and every step was logged.
-void expect_same_trajectory(const std::vector<json>& reference, const std::vector<json>& rows, const std::string& log) {
-  std::map<int, json> by_step;
-  for (const json& r : reference) by_step[r.at("step").get<int>()] = r;
-  std::set<int> seen;
-  for (const json& r : rows) {
-    const int step = r.at("step").get<int>();
-    SCOPED_TRACE("step " + std::to_string(step));
-    ASSERT_TRUE(by_step.count(step)) << log;
-    const json& e = by_step.at(step);
-    for (const char* key : {"loss", "lr", "grad_norm", "num_tokens"})
-      EXPECT_EQ(r.at(key).get<double>(), e.at(key).get<double>()) << key;
-    seen.insert(step);
-  }
-  EXPECT_EQ(seen.size(), by_step.size()) << log;
-}
-
 // Tensor parallelism x FSDP on 4 ranks (2 x 2): every rank's optimizer slice is saved, the
 // checkpoint's model is the whole Hugging Face model, a run stopped mid-epoch (SIGTERM to the
 // launcher, which forwards it: the ranks agree on a step outside their tensor-parallel groups'
@@ -255,7 +238,8 @@ TEST(TensorParallel, KilledMidEpochResumesBitwiseAndRefusesAnotherLayout) {
   EXPECT_NE(b.output.find("resumed from " + out + "/"), std::string::npos) << b.output;
   EXPECT_NE(b.output.find(": step " + std::to_string(before) + ", epoch"), std::string::npos) << b.output;
   EXPECT_EQ(read_jsonl(out + "/logs/metrics.jsonl").size(), 12u) << "a step ran twice or not at all";
-  expect_same_trajectory(reference, read_jsonl(out + "/logs/metrics.jsonl"), b.output);
+  fttest::resume::expect_same_trajectory(fttest::resume::by_step(reference), read_jsonl(out + "/logs/metrics.jsonl"),
+                                         b.output);
   EXPECT_TRUE(fttest::read_file(out + "/epoch_1/model.safetensors") ==
               fttest::read_file(full + "/epoch_1/model.safetensors"));
 
