@@ -33,20 +33,21 @@ void BatchPrefetcher::start(Plan plan) {
   changed_.notify_all();
 }
 
-ft::Batch collate_indices(const ft::Dataset& dataset, const ft::Collate& collate,
-                          const std::vector<std::int64_t>& indices) {
-  std::vector<ft::Sample> samples;
-  samples.reserve(indices.size());
-  for (auto index : indices) samples.push_back(dataset.get(static_cast<std::size_t>(index)));
-  return collate.collate(samples);
+LoadedBatch load_batch(const ft::Dataset& dataset, const ft::Collate* collate,
+                       const std::vector<std::int64_t>& indices) {
+  LoadedBatch loaded;
+  loaded.samples.reserve(indices.size());
+  for (auto index : indices) loaded.samples.push_back(dataset.get(static_cast<std::size_t>(index)));
+  if (collate) loaded.batch = collate->collate(loaded.samples);
+  return loaded;
 }
 
-ft::Batch BatchPrefetcher::next() {
+LoadedBatch BatchPrefetcher::next() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (next_to_take_ >= plan_.size())
     throw std::out_of_range("batch prefetcher: batch " + std::to_string(next_to_take_) + " of a plan of " +
                             std::to_string(plan_.size()));
-  if (threads_.empty()) return collate_indices(*dataset_, *collate_, plan_[next_to_take_++]);
+  if (threads_.empty()) return load_batch(*dataset_, collate_.get(), plan_[next_to_take_++]);
   changed_.wait(lock, [&] { return made_.count(next_to_take_) > 0; });
   Made made = std::move(made_.at(next_to_take_));
   made_.erase(next_to_take_++);
@@ -68,7 +69,7 @@ void BatchPrefetcher::work() {
     lock.unlock();
     Made made;
     try {
-      made.batch = collate_indices(*dataset_, *collate_, indices);
+      made.batch = load_batch(*dataset_, collate_.get(), indices);
     } catch (...) {
       made.error = std::current_exception();
     }

@@ -1,6 +1,6 @@
-// The training step's micro-batches, index -> sample -> collate, made ahead of the step by
-// `workers` background threads (num_workers, torchtune's DataLoader key; 0: the step makes each
-// one when it needs it). Batches come out in the plan's order whatever order the workers finish
+// A DataLoader's micro-batches, index -> sample -> collate, made ahead of the caller by `workers`
+// background threads (num_workers, torchtune's DataLoader key; 0: the caller makes each one when
+// it needs it). Batches come out in the plan's order whatever order the workers finish
 // them in, so training is the same bit for bit; a worker's error is rethrown by next().
 // Datasets and collates are called from the worker threads: ft::Dataset::get and
 // ft::Collate::collate are const, and must be safe to call concurrently (docs/plugins.md).
@@ -20,15 +20,22 @@
 
 namespace fthost {
 
-// The batch of `indices`: each sample from `dataset`, then collated. What every data path does
-// with a micro-batch's indices (the training step's, through BatchPrefetcher; validation's).
-ft::Batch collate_indices(const ft::Dataset& dataset, const ft::Collate& collate,
-                          const std::vector<std::int64_t>& indices);
+// A micro-batch: its samples as the dataset made them, and collated.
+struct LoadedBatch {
+  std::vector<ft::Sample> samples;
+  ft::Batch batch;  // empty without a collate
+};
+
+// The micro-batch of `indices`: each sample from `dataset`, then collated by `collate` (may be
+// null: samples only).
+LoadedBatch load_batch(const ft::Dataset& dataset, const ft::Collate* collate,
+                       const std::vector<std::int64_t>& indices);
 
 class BatchPrefetcher {
  public:
   using Plan = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
 
+  // `collate` may be null: batches of samples only.
   BatchPrefetcher(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate, int workers);
   // Stops the workers (a batch being made is finished and dropped) and joins them.
   ~BatchPrefetcher();
@@ -39,11 +46,11 @@ class BatchPrefetcher {
   void start(Plan plan);
   // The plan's next batch (its samples collated), waiting for it when a worker is still on it.
   // Throws the error making it threw; std::out_of_range past the plan's end.
-  ft::Batch next();
+  LoadedBatch next();
 
  private:
   struct Made {
-    ft::Batch batch;
+    LoadedBatch batch;
     std::exception_ptr error;
   };
   void work();

@@ -1,5 +1,6 @@
 #include "train/data_command.h"
 
+#include "train/data_loader.h"
 #include "train/data_pipeline.h"
 
 #include <ft/clock.h>
@@ -194,19 +195,37 @@ struct DataReport {
   double batch_padding = 0;
 };
 
+// Samples handed over per batch while scanning: enough that a worker's handover costs nothing
+// next to tokenizing them.
+constexpr std::int64_t kScanBatch = 64;
+
+// In dataset order, made ahead by the run's num_workers.
+DataLoaderOptions in_order(std::int64_t batch_size, int workers) {
+  DataLoaderOptions options;
+  options.sampler = SamplerOptions{1, 0, /*shuffle=*/false, 0, /*drop_last=*/false};
+  options.batch_size = batch_size;
+  options.workers = workers;
+  return options;
+}
+
 // Scans every sample (or packed document), printing the first `shown` as it goes.
-Totals scan_samples(const ft::Dataset& documents, const ft::Collate& collate, bool packed, std::size_t shown,
-                    const DataViewOptions& options, std::int64_t ignore_index, const ft::Tokenizer* tokenizer,
-                    bool colour) {
-  const std::size_t size = documents.size();
+Totals scan_samples(const std::shared_ptr<const ft::Dataset>& documents, const ft::Collate* collate, bool packed,
+                    std::size_t shown, int workers, const DataViewOptions& options, std::int64_t ignore_index,
+                    const ft::Tokenizer* tokenizer, bool colour) {
+  const std::size_t size = documents->size();
   Totals totals;
   totals.lengths.reserve(size);
   Progress progress(size);
+  // The statistics are of samples; those shown are collated one by one below.
+  DataLoader loader(documents, nullptr, in_order(kScanBatch, workers));
+  loader.start_epoch(0);
+  LoadedBatch loaded;
   for (std::size_t i = 0; i < size; ++i) {
-    const ft::Sample sample = documents.get(i);
+    if (i % kScanBatch == 0) loaded = loader.next();
+    const ft::Sample& sample = loaded.samples.at(i % kScanBatch);
     if (i < shown) {
       // Unpacked samples pass through the recipe's collate; documents of packs cannot (it takes packs).
-      const ft::Sample view = packed ? sample : collated(collate, sample);
+      const ft::Sample view = packed ? sample : collated(*collate, sample);
       if (options.json)
         std::cout << sample_json("sample", i, view).dump() << "\n";
       else
@@ -225,17 +244,16 @@ Totals scan_samples(const ft::Dataset& documents, const ft::Collate& collate, bo
 }
 
 // The first micro-batch in dataset order (one pack: its mask is pack_len squared).
-void describe_first_batch(const ft::Dataset& dataset, const ft::Collate& collate, std::int64_t batch_size,
+void describe_first_batch(const std::shared_ptr<const ft::Dataset>& dataset,
+                          const std::shared_ptr<const ft::Collate>& collate, std::int64_t batch_size,
                           DataReport& report) {
-  if (dataset.size() == 0) return;
-  const std::size_t count = report.packed ? 1 : std::min(dataset.size(), static_cast<std::size_t>(batch_size));
-  std::vector<ft::Sample> samples;
+  if (dataset->size() == 0) return;
+  DataLoader loader(dataset, collate, in_order(report.packed ? 1 : batch_size, 0));
+  loader.start_epoch(0);
+  const LoadedBatch loaded = loader.next();
+  const ft::Batch& batch = loaded.batch;
   std::int64_t real = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    samples.push_back(dataset.get(i));
-    real += static_cast<std::int64_t>(samples.back().tokens.size());
-  }
-  const ft::Batch batch = collate.collate(samples);
+  for (const auto& sample : loaded.samples) real += static_cast<std::int64_t>(sample.tokens.size());
   report.batch_shape = batch.tokens.sizes().vec();
   report.batch_padding = static_cast<double>(batch.tokens.numel() - real) / static_cast<double>(batch.tokens.numel());
 }
@@ -335,8 +353,8 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
                                ", not trained on) are shown " + kMaskedOpen + "like this" + kMaskedClose +
                                "; the rest is trained on.\n\n");
   }
-  report.totals = scan_samples(*documents, *collate, report.packed, shown_of(report.samples), options, ignore_index,
-                               tokenizer.get(), colour);
+  report.totals = scan_samples(documents, collate.get(), report.packed, shown_of(report.samples), settings.num_workers,
+                               options, ignore_index, tokenizer.get(), colour);
 
   if (report.packed) {
     report.packs = static_cast<std::int64_t>(dataset->size());
@@ -348,7 +366,7 @@ int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const Tr
       for (std::size_t p = 0; p < shown_of(static_cast<std::size_t>(report.packs)); ++p)
         std::cout << sample_json("pack", p, dataset->get(p)).dump() << "\n";
   }
-  describe_first_batch(*dataset, *collate, settings.batch_size, report);
+  describe_first_batch(dataset, collate, settings.batch_size, report);
   report.sorted_lengths = report.totals.lengths;
   std::sort(report.sorted_lengths.begin(), report.sorted_lengths.end());
   report.max_seq_len = tokenizer ? tokenizer->max_seq_len() : 0;

@@ -97,7 +97,7 @@ void FullFinetuneRecipe::setup() {
     const TrainingProgress& p = resume_->manifest.progress;
     global_step_ = p.steps_run;
     first_epoch_ = p.epoch;
-    resumed_micro_batches_ = p.micro_batches_in_epoch;
+    resumed_micro_batches_ = static_cast<std::size_t>(p.micro_batches_in_epoch);
     ft::log::info("resumed from {}: step {}, epoch {}, {} micro-batches of it done", resume_->dir, global_step_,
                   first_epoch_ + 1, resumed_micro_batches_);
   }
@@ -294,15 +294,16 @@ void FullFinetuneRecipe::setup_data() {
       mesh_.tensor_parallel_size *
       (mesh_.context_parallel ? 2 * static_cast<std::int64_t>(mesh_.context_parallel_size) : 1);
   collate_ = build_collate(registry_, root_, tokenizer_.get(), loss_->ignore_index(), pad_to_multiple_of);
-  batches_ = std::make_unique<BatchPrefetcher>(dataset_, collate_, s_.num_workers);
 
   // The ranks of one context-parallel group read the same samples.
   const int dp_size = mesh_.sample_replicas(parallelism_->data_parallel_size());
-  sampler_ = std::make_unique<DistributedSampler>(
-      dataset_->size(),
-      SamplerOptions{dp_size, mesh_.sample_replica(parallelism_->data_parallel_rank()), s_.shuffle, s_.seed, true});
-  const auto micro_batches_per_epoch = static_cast<std::int64_t>(sampler_->num_samples()) / s_.batch_size;
-  steps_per_epoch_ = micro_batches_per_epoch / s_.gradient_accumulation_steps;
+  DataLoaderOptions options;
+  options.sampler =
+      SamplerOptions{dp_size, mesh_.sample_replica(parallelism_->data_parallel_rank()), s_.shuffle, s_.seed, true};
+  options.batch_size = s_.batch_size;
+  options.workers = s_.num_workers;
+  loader_ = std::make_unique<DataLoader>(dataset_, collate_, options);
+  steps_per_epoch_ = static_cast<std::int64_t>(loader_->micro_batches_per_epoch()) / s_.gradient_accumulation_steps;
   if (s_.max_steps_per_epoch && *s_.max_steps_per_epoch < steps_per_epoch_) steps_per_epoch_ = *s_.max_steps_per_epoch;
   if (steps_per_epoch_ == 0)
     root_.fail("batch_size",
@@ -323,7 +324,8 @@ void FullFinetuneRecipe::setup_validation() {
   ValidationLoop::Parts parts;
   parts.model = model_.get();
   parts.parallelism = parallelism_.get();
-  parts.collate = collate_.get();
+  parts.collate = collate_;
+  parts.workers = s_.num_workers;
   parts.ignore_index = loss_->ignore_index();
   parts.loss_of_batch = [this](const ft::Batch& batch) {
     const ContextParallelShare share = rank_share(batch);
@@ -370,22 +372,18 @@ FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
   if (profiler_) profiler_->start();
   const auto accumulation = static_cast<std::size_t>(s_.gradient_accumulation_steps);
   for (std::int64_t epoch = first_epoch_; epoch < s_.epochs; ++epoch) {
-    const MicroBatches batches = batches_of(sampler_->indices(epoch), static_cast<std::size_t>(s_.batch_size), true);
-    const std::int64_t first_step = epoch == first_epoch_ ? resumed_micro_batches_ / s_.gradient_accumulation_steps : 0;
-    // The micro-batches this epoch's remaining steps take, in order.
-    batches_->start(
-        MicroBatches(batches.begin() + static_cast<std::ptrdiff_t>(first_step) * s_.gradient_accumulation_steps,
-                     batches.begin() + static_cast<std::ptrdiff_t>(steps_per_epoch_) * s_.gradient_accumulation_steps));
-    for (std::int64_t step = first_step; step < steps_per_epoch_; ++step) {
+    loader_->start_epoch(epoch, epoch == first_epoch_ ? resumed_micro_batches_ : 0,
+                         static_cast<std::size_t>(steps_per_epoch_) * accumulation);
+    while (!loader_->epoch_done()) {
       const StepTotals totals = train_step(accumulation);
       ++global_step_;
       log_step(epoch, totals);
-      const bool saved = save_if_due(epoch, step);
+      const bool saved = save_if_due(epoch);
       if (totals.stop_requested && global_step_ < total_steps_) {
-        save_stop_step(epoch, step, saved);
+        save_stop_step(epoch, saved);
         return RunEnd::Stopped;
       }
-      validate_if_due(/*epoch_ends=*/step + 1 == steps_per_epoch_);
+      validate_if_due(/*epoch_ends=*/loader_->epoch_done());
     }
   }
   if (progress_) progress_->finish();
@@ -405,16 +403,16 @@ bool FullFinetuneRecipe::stop_requested_anywhere() {
   return flag.item<double>() > 0;
 }
 
-void FullFinetuneRecipe::save_stop_step(std::int64_t epoch, std::int64_t step_in_epoch, bool saved_already) {
+void FullFinetuneRecipe::save_stop_step(std::int64_t epoch, bool saved_already) {
   if (progress_) progress_->finish();
   if (env_.rank == 0)
     ft::log::warn("stop requested ({}): saving step {} and ending the run", stop_origin(), global_step_);
   const std::string tag =
-      step_in_epoch + 1 == steps_per_epoch_ ? "epoch_" + std::to_string(epoch) : "step_" + std::to_string(global_step_);
+      loader_->epoch_done() ? "epoch_" + std::to_string(epoch) : "step_" + std::to_string(global_step_);
   if (saved_already)
     checkpoints_->wait();  // a background save of this very step: finished before the exit
   else
-    checkpoints_->save(tag, progress_after(epoch, step_in_epoch), CheckpointManager::Mode::Synchronous);
+    checkpoints_->save(tag, progress_after(epoch), CheckpointManager::Mode::Synchronous);
   groups_.world->barrier();
   if (env_.rank == 0)
     ft::log::warn(
@@ -432,7 +430,7 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(std::size_t micro_
   at::Tensor rank_auxiliary, rank_expert_load;
   StepTotals step;
   for (std::size_t i = 0; i < micro_batches; ++i) {
-    const ft::Batch whole = batches_->next();
+    const ft::Batch whole = loader_->next().batch;
     step.seq_len = std::max(step.seq_len, whole.tokens.size(-1));
     // Under context parallelism this rank's positions of each row; else the rows themselves.
     const ContextParallelShare share = rank_share(whole);
@@ -544,24 +542,24 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
   logger_->log_dict(metrics, global_step_);
 }
 
-TrainingProgress FullFinetuneRecipe::progress_after(std::int64_t epoch, std::int64_t step_in_epoch) const {
+TrainingProgress FullFinetuneRecipe::progress_after(std::int64_t epoch) const {
   const auto scheduler_position = scheduler_ ? std::optional<std::int64_t>(scheduler_->last_epoch()) : std::nullopt;
   const int dp_size = parallelism_->data_parallel_size();
-  if (step_in_epoch + 1 < steps_per_epoch_)
+  if (!loader_->epoch_done())
     return progress_at(s_, env_.world_size, dp_size, global_step_, epoch,
-                       (step_in_epoch + 1) * s_.gradient_accumulation_steps, scheduler_position);
+                       static_cast<std::int64_t>(loader_->position()), scheduler_position);
   return progress_at(s_, env_.world_size, dp_size, global_step_, epoch + 1, 0, scheduler_position);
 }
 
-bool FullFinetuneRecipe::save_if_due(std::int64_t epoch, std::int64_t step_in_epoch) {
-  if (step_in_epoch + 1 < steps_per_epoch_) {
+bool FullFinetuneRecipe::save_if_due(std::int64_t epoch) {
+  if (!loader_->epoch_done()) {
     if (!checkpoints_->saves_after_step(global_step_)) return false;
-    checkpoints_->save("step_" + std::to_string(global_step_), progress_after(epoch, step_in_epoch));
+    checkpoints_->save("step_" + std::to_string(global_step_), progress_after(epoch));
     return true;
   }
   // The last step of an epoch is saved as the epoch's checkpoint.
   const auto start = ft::Clock::now();
-  checkpoints_->save("epoch_" + std::to_string(epoch), progress_after(epoch, step_in_epoch));
+  checkpoints_->save("epoch_" + std::to_string(epoch), progress_after(epoch));
   if (env_.rank == 0)
     ft::log::info("epoch {}/{} done; training blocked {:.2f} s by its checkpoint", epoch + 1, s_.epochs,
                   ft::seconds_since(start));

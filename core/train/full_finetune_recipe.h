@@ -7,12 +7,11 @@
 
 #include "config/distributed_environment.h"
 #include "config/training_settings.h"
-#include "train/batch_prefetcher.h"
 #include "train/c10d_collectives.h"
 #include "train/checkpoint_manager.h"
 #include "train/context_parallel_batch.h"
+#include "train/data_loader.h"
 #include "train/device_mesh.h"
-#include "train/distributed_sampler.h"
 #include "train/model_flops.h"
 #include "train/optimizer_step_policy.h"
 #include "train/progress_line.h"
@@ -87,7 +86,6 @@ class FullFinetuneRecipe {
     at::Tensor auxiliary_loss;
     at::Tensor expert_load;
   };
-  using MicroBatches = std::vector<std::vector<std::int64_t>>;  // sample indices, per micro-batch
 
   void setup_process_groups();
   void setup_metric_loggers();
@@ -106,8 +104,8 @@ class FullFinetuneRecipe {
   // One dataset or, for a list of tables, their concatenation (dataset, dataset_val).
   void setup_validation();
 
-  // Forward and backward over the next `micro_batches` micro-batches of the epoch's plan
-  // (batches_), then the step itself.
+  // Forward and backward over the loader's next `micro_batches` micro-batches, then the step
+  // itself.
   StepTotals train_step(std::size_t micro_batches);
   // The step's token count summed over the data-parallel ranks; throws when it is 0.
   std::int64_t total_tokens(const at::Tensor& rank_tokens);
@@ -115,17 +113,17 @@ class FullFinetuneRecipe {
   at::Tensor loss_sum(const ft::Batch& batch, const at::Tensor& targets);
   ForwardLoss forward_loss(const ft::Batch& batch, const at::Tensor& targets);
   void log_step(std::int64_t epoch, const StepTotals& totals);
-  // After step `step_in_epoch` (0-based) of `epoch`: the epoch's checkpoint after its last
-  // step, a step_N checkpoint every save_every_n_steps steps.
+  // After a step of `epoch`: the epoch's checkpoint after its last step, a step_N checkpoint
+  // every save_every_n_steps steps.
   // Returns whether it saved (or started saving) a checkpoint of this step.
-  bool save_if_due(std::int64_t epoch, std::int64_t step_in_epoch);
+  bool save_if_due(std::int64_t epoch);
   // Collective: whether a stop signal reached any rank (one all-reduce of a flag over every rank).
   bool stop_requested_anywhere();
   // After the step where the ranks agreed to stop: its checkpoint complete (saved now, unless
   // save_if_due already did), then the run ends.
-  void save_stop_step(std::int64_t epoch, std::int64_t step_in_epoch, bool saved_already);
-  // The manifest's progress after step `step_in_epoch` of `epoch`.
-  TrainingProgress progress_after(std::int64_t epoch, std::int64_t step_in_epoch) const;
+  void save_stop_step(std::int64_t epoch, bool saved_already);
+  // The manifest's progress after the step just taken in `epoch`: the loader's position.
+  TrainingProgress progress_after(std::int64_t epoch) const;
   // torchtune's validate(): after each step that makes the step count a multiple of
   // run_val_every_n_steps, the loss over the whole dataset_val, logged as val_loss.
   void validate_if_due(bool epoch_ends);
@@ -149,7 +147,7 @@ class FullFinetuneRecipe {
   std::shared_ptr<ft::Tokenizer> tokenizer_;
   std::shared_ptr<ft::Dataset> dataset_;
   std::shared_ptr<ft::Collate> collate_;
-  std::unique_ptr<BatchPrefetcher> batches_;  // dataset_ and collate_'s micro-batches, in the sampler's order
+  std::unique_ptr<DataLoader> loader_;  // dataset_ and collate_'s micro-batches
   std::shared_ptr<ft::Loss> loss_;
   std::shared_ptr<ft::Optimizer> optimizer_;
   std::unique_ptr<OptimizerStepPolicy> step_policy_;
@@ -157,7 +155,6 @@ class FullFinetuneRecipe {
   std::shared_ptr<ft::Profiler> profiler_;
   std::vector<at::Tensor> trainable_;  // what the optimizer steps: parameters, or this rank's shards
   std::vector<ParameterShape> model_parameters_;
-  std::unique_ptr<DistributedSampler> sampler_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<ProgressLine> progress_;
   std::unique_ptr<ModelFlops> model_flops_;     // rank 0, which logs
@@ -168,7 +165,7 @@ class FullFinetuneRecipe {
   std::int64_t total_steps_ = 0;
   std::int64_t global_step_ = 0;
   std::int64_t first_epoch_ = 0;
-  std::int64_t resumed_micro_batches_ = 0;  // of first_epoch_, always whole optimizer steps
+  std::size_t resumed_micro_batches_ = 0;  // of first_epoch_, always whole optimizer steps
 };
 
 // Runs the recipe from setup to cleanup; the process's exit code. `settled` (may be empty) sees

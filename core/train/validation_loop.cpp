@@ -1,8 +1,5 @@
 #include "train/validation_loop.h"
 
-#include "train/batch_prefetcher.h"
-#include "train/distributed_sampler.h"
-
 #include <ft/clock.h>
 #include <ft/log.h>
 
@@ -13,26 +10,30 @@
 
 namespace fthost {
 
-ValidationShard validation_shard(std::size_t dataset_size, std::int64_t batch_size, int dp_rank, int dp_size) {
+DataLoaderOptions validation_loader_options(std::int64_t batch_size, int dp_rank, int dp_size, int workers) {
+  DataLoaderOptions options;
+  options.sampler = SamplerOptions{dp_size, dp_rank, /*shuffle=*/false, 0, /*drop_last=*/false};
+  options.batch_size = batch_size;
+  options.workers = workers;
+  return options;
+}
+
+std::size_t validation_samples_counted(std::size_t dataset_size, int dp_rank, int dp_size) {
   // Without drop_last the sampler pads the set's order with its head to a multiple of the
   // ranks; position r + k * dp_size of that order is this rank's k-th sample, so its own
   // samples come first and the padding (positions >= the set's size) last.
-  const DistributedSampler sampler(dataset_size, SamplerOptions{dp_size, dp_rank, /*shuffle=*/false, 0, false});
-  ValidationShard shard;
-  shard.batches = batches_of(sampler.indices(0), static_cast<std::size_t>(batch_size), /*drop_last=*/false);
   const auto n = static_cast<std::int64_t>(dataset_size);
-  shard.counted = n > dp_rank ? static_cast<std::size_t>((n - dp_rank + dp_size - 1) / dp_size) : 0;
-  return shard;
+  return n > dp_rank ? static_cast<std::size_t>((n - dp_rank + dp_size - 1) / dp_size) : 0;
 }
 
 ValidationLoop::ValidationLoop(std::shared_ptr<ft::Dataset> dataset, std::int64_t batch_size, Parts parts)
-    : dataset_(std::move(dataset)),
+    : size_(dataset->size()),
       parts_(std::move(parts)),
-      shard_(validation_shard(dataset_->size(), batch_size, parts_.sample_replica, parts_.sample_replicas)) {
-  std::size_t evaluated = 0;
-  for (const auto& batch : shard_.batches) evaluated += batch.size();
-  ft::log::debug("validation: this rank counts {} of the {} samples, in {} batches with {} padding samples",
-                 shard_.counted, dataset_->size(), shard_.batches.size(), evaluated - shard_.counted);
+      loader_(dataset, parts_.collate,
+              validation_loader_options(batch_size, parts_.sample_replica, parts_.sample_replicas, parts_.workers)),
+      counted_(validation_samples_counted(size_, parts_.sample_replica, parts_.sample_replicas)) {
+  ft::log::debug("validation: this rank counts {} of the {} samples, in {} batches with {} padding samples", counted_,
+                 size_, loader_.micro_batches_per_epoch(), loader_.samples_per_epoch() - counted_);
 }
 
 ValidationLoop::Result ValidationLoop::run() {
@@ -43,15 +44,17 @@ ValidationLoop::Result ValidationLoop::run() {
     at::NoGradGuard no_grad;
     parts_.model->module().eval();
     std::size_t position = 0;  // of the batch's first sample in this rank's share
-    for (const auto& indices : shard_.batches) {
-      ft::Batch batch = collate_indices(*dataset_, *parts_.collate, indices);
+    for (loader_.start_epoch(0); !loader_.epoch_done();) {
+      LoadedBatch loaded = loader_.next();
+      ft::Batch& batch = loaded.batch;
+      const std::size_t samples = loaded.samples.size();
       // Padding samples: their labels are all ignored, so they add neither loss nor tokens.
-      if (position + indices.size() > shard_.counted) {
-        const auto own = static_cast<std::int64_t>(shard_.counted > position ? shard_.counted - position : 0);
+      if (position + samples > counted_) {
+        const auto own = static_cast<std::int64_t>(counted_ > position ? counted_ - position : 0);
         batch.labels = batch.labels.clone();
         batch.labels.slice(0, own).fill_(parts_.ignore_index);
       }
-      position += indices.size();
+      position += samples;
       // No end_micro_batch: a forward without gradients has nothing to reduce.
       parts_.parallelism->begin_micro_batch(/*syncs_gradients=*/false);
       const LossAndTokens batch_totals = parts_.loss_of_batch(batch);

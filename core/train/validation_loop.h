@@ -5,6 +5,8 @@
 // data-parallel rank evaluating its share and the two sums all-reduced.
 #pragma once
 
+#include "train/data_loader.h"
+
 #include <ft/collate.h>
 #include <ft/dataset.h>
 #include <ft/model.h>
@@ -19,15 +21,13 @@
 
 namespace fthost {
 
-// The micro-batches a data-parallel rank evaluates. Every rank gets the same number of batches
-// (a sharded model's forward is collective), so the sampler's tail padding is kept, and
-// `counted` says how many of the rank's samples, in order, are its own: the others repeat the
-// head of the set and contribute no tokens. Over all ranks each sample is counted exactly once.
-struct ValidationShard {
-  std::vector<std::vector<std::int64_t>> batches;  // sample indices
-  std::size_t counted = 0;
-};
-ValidationShard validation_shard(std::size_t dataset_size, std::int64_t batch_size, int dp_rank, int dp_size);
+// What a data-parallel rank evaluates: the loader's micro-batches over the set in order, without
+// drop_last. Every rank gets the same number of batches (a sharded model's forward is
+// collective), so the sampler's tail padding is kept; `counted` of the rank's samples, in order,
+// are its own, the others repeat the head of the set and contribute no tokens. Over all ranks
+// each sample is counted exactly once.
+DataLoaderOptions validation_loader_options(std::int64_t batch_size, int dp_rank, int dp_size, int workers);
+std::size_t validation_samples_counted(std::size_t dataset_size, int dp_rank, int dp_size);
 
 class ValidationLoop {
  public:
@@ -41,13 +41,14 @@ class ValidationLoop {
   struct Parts {
     ft::Model* model = nullptr;
     ft::Parallelism* parallelism = nullptr;
-    const ft::Collate* collate = nullptr;
+    std::shared_ptr<const ft::Collate> collate;
     std::int64_t ignore_index = -100;
     LossOfBatch loss_of_batch;
     // Which share of the set this rank evaluates: the data-parallel ranks, those of one
     // context-parallel group counted once (they evaluate the same samples, split).
     int sample_replica = 0;
     int sample_replicas = 1;
+    int workers = 0;  // num_workers
   };
   struct Result {
     double loss = 0;  // +inf when no token is counted, as torchtune's
@@ -56,15 +57,16 @@ class ValidationLoop {
   };
 
   ValidationLoop(std::shared_ptr<ft::Dataset> dataset, std::int64_t batch_size, Parts parts);
-  std::size_t size() const { return dataset_->size(); }
+  std::size_t size() const { return size_; }
   // Collective over the data-parallel ranks. Leaves the model in training mode and draws
   // nothing from any random generator, so the training that follows is unchanged.
   Result run();
 
  private:
-  std::shared_ptr<ft::Dataset> dataset_;
+  std::size_t size_;
   Parts parts_;
-  ValidationShard shard_;
+  DataLoader loader_;
+  std::size_t counted_;
 };
 
 }  // namespace fthost

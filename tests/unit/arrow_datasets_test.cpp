@@ -84,6 +84,12 @@ TEST(ArrowDatasets, EveryFormOfTheRecordsGivesTheSameSamples) {
            Form{"Parquet shards, streaming", "dataset.source=" + d + "/alpaca_shards dataset.streaming=true", ""},
            Form{"save_to_disk, streaming", "dataset.source=" + d + "/alpaca_saved dataset.streaming=true", ""},
            Form{"CSV, streaming", "dataset.source=" + d + "/alpaca.csv dataset.streaming=true", ""},
+           // The loader's worker threads read, tokenize and collate out of order; the output keeps its order.
+           Form{"JSON Lines, streaming, 2 workers",
+                "dataset.source=" + d + "/alpaca.jsonl dataset.streaming=true num_workers=2", ""},
+           Form{"Parquet shards, streaming, 3 workers",
+                "dataset.source=" + d + "/alpaca_shards dataset.streaming=true num_workers=3", ""},
+           Form{"save_to_disk, 2 workers", "dataset.source=" + d + "/alpaca_saved num_workers=2", ""},
        }) {
     SCOPED_TRACE(f.what);
     const Data got = data_json(f.args, f.environment);

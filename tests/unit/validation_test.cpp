@@ -101,6 +101,22 @@ std::vector<ValidationCase> validation_cases() {
 INSTANTIATE_TEST_SUITE_P(Golden, ValidationLoss, ::testing::ValuesIn(validation_cases()),
                          [](const auto& param_info) { return param_info.param.name; });
 
+// Sample i is the single token i.
+class IndexDataset final : public ft::Dataset {
+ public:
+  explicit IndexDataset(std::size_t size) : size_(size) {}
+  std::size_t size() const override { return size_; }
+  ft::Sample get(std::size_t index) const override {
+    ft::Sample s;
+    s.tokens = {static_cast<std::int64_t>(index)};
+    s.labels = s.tokens;
+    return s;
+  }
+
+ private:
+  std::size_t size_;
+};
+
 // Every sample of the set is counted exactly once over the ranks, and every rank runs the same
 // number of batches (a sharded forward is collective).
 TEST(ValidationShard, CountsEverySampleOnceWithEqualBatchCounts) {
@@ -112,14 +128,17 @@ TEST(ValidationShard, CountsEverySampleOnceWithEqualBatchCounts) {
         std::map<std::int64_t, int> counted;
         std::set<std::size_t> batch_counts;
         for (int rank = 0; rank < ranks; ++rank) {
-          const fthost::ValidationShard shard = fthost::validation_shard(n, batch, rank, ranks);
-          batch_counts.insert(shard.batches.size());
-          std::size_t position = 0;
-          for (const auto& b : shard.batches) {
-            EXPECT_LE(b.size(), static_cast<std::size_t>(batch));
-            for (auto index : b)
-              if (position++ < shard.counted) ++counted[index];
+          fthost::DataLoader loader(std::make_shared<IndexDataset>(n), nullptr,
+                                    fthost::validation_loader_options(batch, rank, ranks, /*workers=*/0));
+          const std::size_t own = fthost::validation_samples_counted(n, rank, ranks);
+          std::size_t position = 0, batches = 0;
+          for (loader.start_epoch(0); !loader.epoch_done(); ++batches) {
+            const fthost::LoadedBatch b = loader.next();
+            EXPECT_LE(b.samples.size(), static_cast<std::size_t>(batch));
+            for (const auto& sample : b.samples)
+              if (position++ < own) ++counted[sample.tokens.at(0)];
           }
+          batch_counts.insert(batches);
         }
         EXPECT_EQ(batch_counts.size(), 1u);
         ASSERT_EQ(counted.size(), n);

@@ -1,10 +1,14 @@
-// The training step's batches made ahead by worker threads (num_workers): in the plan's order
-// whatever order the workers finish in, restartable with a new plan, a worker's error rethrown at
-// its batch, stopped cleanly with work pending; and a run with workers trains bit for bit as one
-// without. Also built into the ThreadSanitizer phase's executable.
-#include "train/batch_prefetcher.h"
+// The data loader: its micro-batches are the sampler's order in batches, a resumed epoch continues
+// at its position with exactly the batches the whole epoch would have had there, and validation's
+// share counts every sample once. Its batches made ahead by worker threads (num_workers): in the
+// plan's order whatever order the workers finish in, restartable with a new plan, a worker's error
+// rethrown at its batch, stopped cleanly with work pending; and a run with workers trains bit for
+// bit as one without. Also built into the ThreadSanitizer phase's executable.
+#include "train/data_loader.h"
 #include "resume_reference.h"
 #include "test_helpers.h"
+#include "train/batch_prefetcher.h"
+#include "train/validation_loop.h"
 
 #include <gtest/gtest.h>
 
@@ -53,9 +57,16 @@ class RowsCollate final : public ft::Collate {
   }
 };
 
-std::vector<std::int64_t> ids_of(const ft::Batch& b) {
-  const at::Tensor flat = b.tokens.reshape({-1}).contiguous();
-  return std::vector<std::int64_t>(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
+// The sample ids of a loaded micro-batch; its collated rows must be the same samples.
+std::vector<std::int64_t> ids_of(const fthost::LoadedBatch& loaded) {
+  std::vector<std::int64_t> ids;
+  for (const auto& s : loaded.samples) ids.push_back(s.tokens.at(0));
+  if (loaded.batch.tokens.defined()) {
+    const at::Tensor flat = loaded.batch.tokens.reshape({-1}).contiguous();
+    EXPECT_EQ(std::vector<std::int64_t>(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel()),
+              ids);
+  }
+  return ids;
 }
 
 BatchPrefetcher::Plan shuffled_plan(std::size_t batches, std::size_t batch_size, unsigned seed) {
@@ -119,6 +130,82 @@ TEST(BatchPrefetcher, StopsWithWorkPending) {
     if (round % 2) prefetcher.next();
   }
   SUCCEED();
+}
+
+// The sampler's order (torch's DistributedSampler: seeded per epoch, every replica-th index), in
+// micro-batches; a short last one kept only without drop_last.
+TEST(DataLoader, MicroBatchesAreTheSamplersOrderInBatches) {
+  auto dataset = std::make_shared<SlowDataset>(23);
+  for (const bool drop_last : {true, false}) {
+    for (int workers : {0, 2}) {
+      SCOPED_TRACE("drop_last " + std::to_string(drop_last) + ", workers " + std::to_string(workers));
+      fthost::DataLoaderOptions options;
+      options.sampler = fthost::SamplerOptions{2, 1, /*shuffle=*/true, 7, drop_last};
+      options.batch_size = 3;
+      options.workers = workers;
+      fthost::DataLoader loader(dataset, std::make_shared<RowsCollate>(), options);
+      const std::vector<std::int64_t> order = fthost::DistributedSampler(23, options.sampler).indices(4);
+      EXPECT_EQ(order.size(), drop_last ? 11u : 12u);
+      EXPECT_EQ(loader.micro_batches_per_epoch(), drop_last ? 3u : 4u);
+      loader.start_epoch(4);
+      std::vector<std::int64_t> seen;
+      while (!loader.epoch_done()) {
+        const auto ids = ids_of(loader.next());
+        EXPECT_LE(ids.size(), 3u);
+        seen.insert(seen.end(), ids.begin(), ids.end());
+        EXPECT_EQ(loader.position() * 3 >= seen.size(), true);
+      }
+      EXPECT_EQ(seen, std::vector<std::int64_t>(order.begin(), order.begin() + (drop_last ? 9 : 12)));
+      EXPECT_THROW(loader.next(), std::out_of_range);
+    }
+  }
+}
+
+// Started at a position (a resumed run's), an epoch hands out exactly the batches the whole epoch
+// hands out from there, up to the end it was given (max_steps_per_epoch's share).
+TEST(DataLoader, AnEpochStartedAtAPositionContinuesTheWholeEpoch) {
+  fthost::DataLoaderOptions options;
+  options.sampler = fthost::SamplerOptions{3, 2, /*shuffle=*/true, 11, /*drop_last=*/true};
+  options.batch_size = 2;
+  options.workers = 2;
+  fthost::DataLoader loader(std::make_shared<SlowDataset>(60), std::make_shared<RowsCollate>(), options);
+  ASSERT_EQ(loader.micro_batches_per_epoch(), 10u);
+  loader.start_epoch(1);
+  std::vector<std::vector<std::int64_t>> whole;
+  while (!loader.epoch_done()) whole.push_back(ids_of(loader.next()));
+  ASSERT_EQ(whole.size(), 10u);
+  for (std::size_t position : {0u, 1u, 4u, 9u, 10u}) {
+    SCOPED_TRACE("from " + std::to_string(position));
+    loader.start_epoch(1, position, 10);
+    EXPECT_EQ(loader.position(), position);
+    for (std::size_t b = position; b < 10; ++b) {
+      EXPECT_FALSE(loader.epoch_done());
+      EXPECT_EQ(ids_of(loader.next()), whole[b]);
+      EXPECT_EQ(loader.position(), b + 1);
+    }
+    EXPECT_TRUE(loader.epoch_done());
+  }
+  loader.start_epoch(1, 2, 6);
+  std::size_t taken = 0;
+  while (!loader.epoch_done()) EXPECT_EQ(ids_of(loader.next()), whole[2 + taken++]);
+  EXPECT_EQ(taken, 4u);
+  EXPECT_THROW(loader.start_epoch(1, 7, 6), ft::Error);
+  EXPECT_THROW(loader.start_epoch(1, 0, 11), ft::Error);
+}
+
+// Without a collate (the documents of packs, which a pack collate cannot take) the loader hands
+// out the samples alone.
+TEST(DataLoader, WithoutACollateHandsOutSamples) {
+  fthost::DataLoaderOptions options;
+  options.batch_size = 4;
+  options.workers = 1;
+  fthost::DataLoader loader(std::make_shared<SlowDataset>(6), nullptr, options);
+  loader.start_epoch(0);
+  const fthost::LoadedBatch first = loader.next();
+  EXPECT_FALSE(first.batch.tokens.defined());
+  EXPECT_EQ(ids_of(first), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(ids_of(loader.next()), (std::vector<std::int64_t>{4, 5}));
+  EXPECT_TRUE(loader.epoch_done());
 }
 
 // The demo with 3 workers making its micro-batches logs the same rows and ends with the same
