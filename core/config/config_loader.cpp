@@ -34,9 +34,11 @@ std::shared_ptr<ConfigDocument> load_config_file(const std::string& path) {
 
 namespace {
 
-// Config keys are addressed by dotted paths (`optimizer.lr`, overrides, `${...}`), so a quoted
-// key holding a '.' could never be read, overridden or referenced: refuse it where it is written.
-void refuse_dotted_keys(const toml::node& node, const std::string& path, const std::string& source_name) {
+// Records the line each key is written on, so messages name it as YAML's do. Config keys are
+// addressed by dotted paths (`optimizer.lr`, overrides, `${...}`), so a quoted key holding a '.'
+// could never be read, overridden or referenced: it is refused where it is written.
+void record_key_lines(const toml::node& node, const std::string& path, const std::string& source_name,
+                      ConfigDocument& doc) {
   if (const auto* table = node.as_table()) {
     for (const auto& [key, value] : *table) {
       const std::string name(key.str());
@@ -45,11 +47,15 @@ void refuse_dotted_keys(const toml::node& node, const std::string& path, const s
         throw ConfigError(source_name + ":" + std::to_string(key.source().begin.line) + ": key \"" + name + "\"" +
                           (path.empty() ? "" : " in " + path) + (name.empty() ? " is empty" : " contains '.'") +
                           ": config keys are addressed by dotted paths, so it could never be read");
-      refuse_dotted_keys(value, child, source_name);
+      if (key.source().begin.line > 0) doc.set_line(child, key.source().begin.line);
+      record_key_lines(value, child, source_name, doc);
     }
   } else if (const auto* array = node.as_array()) {
-    for (std::size_t i = 0; i < array->size(); ++i)
-      refuse_dotted_keys(*array->get(i), path + "." + std::to_string(i), source_name);
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const std::string item = path + "." + std::to_string(i);
+      if (array->get(i)->source().begin.line > 0) doc.set_line(item, array->get(i)->source().begin.line);
+      record_key_lines(*array->get(i), item, source_name, doc);
+    }
   }
 }
 
@@ -64,8 +70,9 @@ std::shared_ptr<ConfigDocument> load_config_text(const std::string& text, const 
     throw ConfigError(source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                       ": invalid TOML: " + std::string(e.description()));
   }
-  refuse_dotted_keys(root, "", source_name);
-  return std::make_shared<ConfigDocument>(std::move(root), source_name);
+  auto doc = std::make_shared<ConfigDocument>(std::move(root), source_name);
+  record_key_lines(doc->root(), "", source_name, *doc);
+  return doc;
 }
 
 namespace {

@@ -38,9 +38,9 @@ TEST(ConfigNode, TypedAccessAndDefaults) {
 TEST(ConfigNode, WrongTypeNamesFileAndDottedPath) {
   auto root = load("[optimizer]\nlr = \"fast\"\n");
   EXPECT_EQ(basename_errors(error_of<ft::ConfigError>([&] { root.table("optimizer").get<double>("lr"); })),
-            "run.toml: optimizer.lr: expected a number, got string \"fast\"");
+            "run.toml:2: optimizer.lr: expected a number, got string \"fast\"");
   EXPECT_EQ(basename_errors(error_of<ft::ConfigError>([&] { root.table("optimizer").get<int64_t>("steps"); })),
-            "run.toml: optimizer.steps: missing required key (an integer)");
+            "run.toml:1: optimizer.steps: missing required key (an integer)");
 }
 
 TEST(ConfigLoader, InvalidTomlNamesLineAndColumn) {
@@ -120,7 +120,7 @@ TEST(Interpolation, ChainsCyclesAndMissingKeys) {
   auto cycle = error_of<ft::ConfigError>([&] { load("a = \"${b}\"\nb = \"${a}\"\n"); });
   EXPECT_NE(cycle.find("interpolation cycle"), std::string::npos) << cycle;
   auto missing = basename_errors(error_of<ft::ConfigError>([&] { load("[m]\nd = \"${nope}/x\"\n"); }));
-  EXPECT_EQ(missing, "run.toml: m.d: ${nope}: no key 'nope' in the config");
+  EXPECT_EQ(missing, "run.toml:2: m.d: ${nope}: no key 'nope' in the config");
 }
 
 // Interpolation says which keys were referenced, so keys that only serve references (torchtune's
@@ -156,7 +156,7 @@ TEST(Interpolation, EnvironmentVariablesWithAndWithoutDefault) {
   auto unset =
       basename_errors(error_of<ft::ConfigError>([&] { load("[m]\nd = \"${oc.env:FTHOST_TEST_ENV_UNSET}/x\"\n"); }));
   EXPECT_EQ(unset,
-            "run.toml: m.d: ${oc.env:FTHOST_TEST_ENV_UNSET}: environment variable 'FTHOST_TEST_ENV_UNSET' is not set "
+            "run.toml:2: m.d: ${oc.env:FTHOST_TEST_ENV_UNSET}: environment variable 'FTHOST_TEST_ENV_UNSET' is not set "
             "and no default is given");
   ::unsetenv("FTHOST_TEST_ENV_DIR");
 }
@@ -167,8 +167,8 @@ TEST(Schema, UnknownKeysSuggestWrongTypesAndMissingRequired) {
   auto root = load("[optimizer]\n_component_ = \"torch.optim.AdamW\"\nlrr = 1\n");
   auto problems = ft::detail::check_and_complete(root.table("optimizer"), s);
   ASSERT_EQ(problems.size(), 2u);
-  EXPECT_EQ(basename_errors(problems[0]), "run.toml: optimizer.lrr: unknown key; did you mean 'lr'?");
-  EXPECT_EQ(basename_errors(problems[1]), "run.toml: optimizer.lr: missing required key (float: learning rate)");
+  EXPECT_EQ(basename_errors(problems[0]), "run.toml:3: optimizer.lrr: unknown key; did you mean 'lr'?");
+  EXPECT_EQ(basename_errors(problems[1]), "run.toml:1: optimizer.lr: missing required key (float: learning rate)");
 
   auto ok = load("[optimizer]\nlr = 2\n");
   EXPECT_TRUE(ft::detail::check_and_complete(ok.table("optimizer"), s).empty());
@@ -177,7 +177,7 @@ TEST(Schema, UnknownKeysSuggestWrongTypesAndMissingRequired) {
   auto wrong = load("[optimizer]\nlr = true\n");
   auto p = ft::detail::check_and_complete(wrong.table("optimizer"), s);
   ASSERT_EQ(p.size(), 1u);
-  EXPECT_EQ(basename_errors(p[0]), "run.toml: optimizer.lr: expected a number, got boolean true");
+  EXPECT_EQ(basename_errors(p[0]), "run.toml:2: optimizer.lr: expected a number, got boolean true");
 }
 
 TEST(Schema, RejectsBadDeclarations) {

@@ -68,8 +68,8 @@ TEST(TorchtuneKeyRewrites, MovedFsdpKeysLeaveTheTopLevel) {
   EXPECT_FALSE(c.root.has("data_parallel_shard_dim"));
 }
 
-// A moved key's problems name the line the user wrote it on (YAML), the file (TOML) or the command
-// line, as the key it was moved from would: never the command line for a key from the file.
+// A moved key's problems name the line the user wrote it on (YAML and TOML) or the command line, as the key it was
+// moved from would: never the command line for a key from the file.
 TEST(TorchtuneKeyRewrites, MovedKeysKeepWhereTheyWereWritten) {
   const std::string yaml = "seed: 0\n\nfsdp_cpu_offload: sometimes\ncollate_fn: acme.collate\n";
   auto cpu_offload = [](const Loaded& c) {
@@ -86,7 +86,7 @@ TEST(TorchtuneKeyRewrites, MovedKeysKeepWhereTheyWereWritten) {
   Loaded from_toml = load("fsdp_cpu_offload = \"sometimes\"\n", "run.toml");
   fthost::rewrite_torchtune_keys(*from_toml.doc, from_toml.root, /*world_size=*/2, /*rank=*/1);
   EXPECT_EQ(from_file_name(cpu_offload(from_toml), "run.toml"),
-            "run.toml: parallelism.cpu_offload: expected a boolean, got string \"sometimes\"");
+            "run.toml:1: parallelism.cpu_offload: expected a boolean, got string \"sometimes\"");
 
   Loaded overridden = load(yaml, "run.yaml", {"fsdp_cpu_offload=never", "collate_fn=acme.other"});
   fthost::rewrite_torchtune_keys(*overridden.doc, overridden.root, /*world_size=*/2, /*rank=*/1);
