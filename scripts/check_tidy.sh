@@ -17,7 +17,7 @@ tidy=clang-tidy-14
 command -v "$tidy" >/dev/null || { echo "tidy: $tidy not found (bash scripts/setup.sh installs it)" >&2; exit 2; }
 mapfile -t files < <(git ls-files ':(glob)core/plugin_host/*.cpp' ':(glob)core/config/*.cpp' ':(glob)core/cli/*.cpp' \
   core/main.cpp core/train/checkpoint_manager.cpp core/train/checkpoint_directories.cpp core/train/training_state.cpp \
-  core/train/preemption_signals.cpp core/train/batch_prefetcher.cpp plugins/datasets/data_source.cpp plugins/datasets/hub_cache.cpp \
+  core/train/preemption_signals.cpp core/train/batch_prefetcher.cpp plugins/datasets/data_source.cpp core/train/data_loader.cpp \
   plugins/datasets/arrow_records.cpp plugins/datasets/record_source.cpp \
   ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp')
 start=$(date +%s)

@@ -10,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -37,8 +38,10 @@ po::options_description visible_options() {
       "  fthost --nproc-per-node N --config run.toml ...      train on N local ranks\n"
       "  fthost --nnodes M --node-rank R --master-addr A --master-port P --nproc-per-node N ...\n"
       "                                                        node R of an M-node job (docs/distributed.md)\n"
-      "  fthost validate --config run.toml [overrides]        check every component, no training\n"
-      "                                                        (or `fthost validate run.toml`, as tune's)\n"
+      "  fthost validate --config run.toml [overrides] [--strict]\n"
+      "                                                        check every component and the files the config\n"
+      "                                                        names (missing ones: warnings; --strict: errors),\n"
+      "                                                        no training (or `fthost validate run.toml`)\n"
       "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
       "                                                        show the tokenized training data and its masks\n"
       "  fthost generate --checkpoint DIR --prompt TEXT       generate text (fthost generate --help)\n"
@@ -70,6 +73,7 @@ po::options_description visible_options() {
       "the newest complete checkpoint")("max_restarts", po::value<int>(), "the same")(
       "force", po::bool_switch(), "cp: overwrite an existing destination")(
       "make-parents", po::bool_switch(), "cp: create the destination's missing directories")(
+      "strict", po::bool_switch(), "validate: a missing or unreadable file the config names is an error")(
       "write-manifest", po::value<std::string>(),
       "plugins: write LIB.manifest.json for the plugin library LIB (what ls and validate read instead of loading it)");
   visible.add(data_options());
@@ -119,6 +123,16 @@ int launch_local(int argc, char** argv, const LaunchPlan& plan, const Invocation
   }
 }
 
+// The ranks a run started without the launcher has: torchrun's WORLD_SIZE, else 1.
+int world_size_of_run() {
+  const char* world = std::getenv("WORLD_SIZE");
+  try {
+    return world && *world ? std::max(1, std::stoi(world)) : 1;
+  } catch (const std::exception&) {
+    throw ft::Error(std::string("WORLD_SIZE = \"") + world + "\": expected a number of ranks");
+  }
+}
+
 Invocation invocation_of(const po::variables_map& vm) {
   Invocation inv;
   if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
@@ -129,6 +143,7 @@ Invocation invocation_of(const po::variables_map& vm) {
   inv.data.json = vm["json"].as<bool>();
   inv.force = vm["force"].as<bool>();
   inv.make_parents = vm["make-parents"].as<bool>();
+  inv.strict = vm["strict"].as<bool>();
   if (vm.count("write-manifest")) inv.write_manifest = vm["write-manifest"].as<std::string>();
   std::vector<std::string> args;
   if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
@@ -223,6 +238,9 @@ int run_command_line(int argc, char** argv, const TrainingCommands& training) {
     if (const auto plan = launch_plan(vm)) return launch_local(argc, argv, *plan, inv);
     if (is_training_command(inv)) {
       check_invocation(inv);
+      // A run checks its config and every file it names here, before LibTorch loads, so a
+      // missing file fails in milliseconds; ranks the launcher started were checked by it.
+      if (inv.command == "run" && !std::getenv("FTHOST_LAUNCHER")) check_config_before_launch(inv, world_size_of_run());
       return training.run_or_data(argc, argv, inv);
     }
     return dispatch(inv);

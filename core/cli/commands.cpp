@@ -2,6 +2,7 @@
 
 #include "cli/config_commands.h"
 #include "config/checked_config.h"
+#include "config/preflight.h"
 #include "plugin_host/plugin_loader.h"
 #include "plugin_host/plugin_manifest.h"
 
@@ -82,7 +83,21 @@ int cmd_plugins(const Invocation& inv) {
 int cmd_validate(const Invocation& inv) {
   // Manifests describe every component: validation instantiates nothing, so no plugin loads.
   const CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Use));
-  std::cout << inv.config_path << ": OK (" << checked.plugins.registry().size() << " components available)\n";
+  // What the config names on disk: warnings, so a config can be checked on a machine without
+  // the model; errors with --strict.
+  const PreflightReport report = preflight(checked.plugins.registry(), checked.root, checked.settings);
+  if (!report.problems.empty()) {
+    if (inv.strict) throw ft::ConfigError(preflight_message(report));
+    for (const auto& problem : report.problems) std::cerr << "fthost: warning: " << problem << "\n";
+    std::cout << inv.config_path << ": the configuration is valid, but " << report.problems.size()
+              << " file(s) it names are missing or unreadable here (see the warnings; --strict makes them "
+                 "errors)\n";
+    return 0;
+  }
+  std::cout << inv.config_path << ": OK (" << checked.plugins.registry().size() << " components available";
+  if (report.checkpoint_bytes)
+    std::cout << "; one checkpoint takes about " << (*report.checkpoint_bytes >> 20) << " MiB";
+  std::cout << ")\n";
   return 0;
 }
 

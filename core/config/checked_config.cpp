@@ -2,6 +2,7 @@
 
 #include "config/config_loader.h"
 #include "config/log_level.h"
+#include "config/preflight.h"
 #include "config/recipe_schema.h"
 #include "config/shipped_configs.h"
 #include "config/torchtune_key_rewrites.h"
@@ -118,7 +119,10 @@ CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
 }
 
 void check_config_before_launch(const Invocation& inv, int world_size) {
-  load_and_check(inv, PluginLoader(PluginLoader::Manifests::Use), {}, RanksToCheck{world_size, -1});
+  const CheckedConfig checked =
+      load_and_check(inv, PluginLoader(PluginLoader::Manifests::Use), {}, RanksToCheck{world_size, -1});
+  const PreflightReport report = preflight(checked.plugins.registry(), checked.root, checked.settings);
+  if (!report.problems.empty()) throw ft::ConfigError(preflight_message(report));
 }
 
 }  // namespace fthost

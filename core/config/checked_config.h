@@ -34,9 +34,12 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
 CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
                                   const std::function<void(ft::detail::ConfigDocument&)>& adjust = {});
 
-// What the launcher checks before it starts `world_size` ranks of `inv`: the config each rank
-// will load (torchtune's keys rewritten for that many ranks), against the plugins' manifests as
-// `fthost validate` reads them. Throws what loading the config would throw in a rank.
+// What is checked before a run starts `world_size` ranks of `inv` (once, by the launcher or the
+// one process, before LibTorch loads): the config each rank will load (torchtune's keys
+// rewritten for that many ranks), against the plugins' manifests as `fthost validate` reads
+// them, then the pre-flight check of every path it names (config/preflight.h). Throws what
+// loading the config would throw in a rank, or one ft::ConfigError listing every pre-flight
+// problem.
 void check_config_before_launch(const Invocation& inv, int world_size);
 
 }  // namespace fthost

@@ -7,6 +7,7 @@ namespace fthost {
 void check_invocation(const Invocation& inv) {
   if (inv.command != "data" && (inv.data.samples || inv.data.packed || inv.data.json))
     throw ft::ConfigError("--samples, --packed and --json are options of `fthost data`");
+  if (inv.strict && inv.command != "validate") throw ft::ConfigError("--strict is an option of `fthost validate`");
   if (!inv.write_manifest.empty() && inv.command != "plugins")
     throw ft::ConfigError("--write-manifest is an option of `fthost plugins`");
   if (is_training_command(inv) && inv.config_path.empty())

@@ -26,6 +26,7 @@ struct Invocation {
   DataViewOptions data;
   bool force = false;          // cp: overwrite the destination
   bool make_parents = false;   // cp: create the destination's directories
+  bool strict = false;         // validate: missing or unreadable files are errors
   std::string write_manifest;  // plugins --write-manifest LIB: the library whose manifest to write
 };
 

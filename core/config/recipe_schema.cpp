@@ -88,7 +88,8 @@ const ft::Schema& recipe_schema() {
         .optional("batch_size_val", ValueType::Int, "", "samples per validation batch and rank (unset: batch_size)")
         .optional("run_val_every_n_steps", ValueType::Int, "",
                   "validate on dataset_val after every N optimizer steps (unset: never)")
-        .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]");
+        .optional("plugins", ValueType::Table, "", "plugin search: paths = [\"dir\", \"lib.so\"]")
+        .path("output_dir", ft::PathRole::OutputDirectory);
     for (ft::Kind k : ft::all_kinds()) {
       // Several datasets are concatenated and several loggers all receive the metrics.
       const bool listable = k == ft::Kind::Dataset || k == ft::Kind::MetricLogger;

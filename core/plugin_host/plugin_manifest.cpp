@@ -53,7 +53,8 @@ json schema_json(const ft::Schema& schema) {
                     {"type", ft::value_type_name(key.type)},
                     {"required", key.required},
                     {"default", key.default_toml},
-                    {"help", key.help}});
+                    {"help", key.help},
+                    {"path_role", ft::path_role_name(key.path_role)}});
   return {{"allow_unknown_keys", schema.allows_unknown_keys()}, {"keys", keys}};
 }
 
@@ -64,15 +65,23 @@ ft::ValueType value_type_from_name(const std::string& name) {
   throw Mismatch{"unknown value type \"" + name + "\""};
 }
 
+ft::PathRole path_role_from_name(const std::string& name) {
+  for (auto role : {ft::PathRole::None, ft::PathRole::InputFile, ft::PathRole::InputDirectory, ft::PathRole::InputPath,
+                    ft::PathRole::CheckpointFiles, ft::PathRole::DatasetSource, ft::PathRole::OutputDirectory})
+    if (ft::path_role_name(role) == name) return role;
+  throw Mismatch{"unknown path role \"" + name + "\""};
+}
+
 ft::Schema schema_from_json(const json& j) {
   ft::Schema schema;
   for (const auto& key : j.at("keys")) {
     const auto type = value_type_from_name(key.at("type").get<std::string>());
+    const auto name = key.at("name").get<std::string>();
     if (key.at("required").get<bool>())
-      schema.required(key.at("name").get<std::string>(), type, key.at("help").get<std::string>());
+      schema.required(name, type, key.at("help").get<std::string>());
     else
-      schema.optional(key.at("name").get<std::string>(), type, key.at("default").get<std::string>(),
-                      key.at("help").get<std::string>());
+      schema.optional(name, type, key.at("default").get<std::string>(), key.at("help").get<std::string>());
+    schema.path(name, path_role_from_name(key.at("path_role").get<std::string>()));
   }
   if (j.at("allow_unknown_keys").get<bool>()) schema.allow_unknown_keys();
   return schema;

@@ -13,8 +13,9 @@
 // It also stores the host's training checkpoints (ft::TrainingCheckpointStorage): the same
 // model directory, written into the host's staging directory, and safetensors tensor files.
 #include "checkpointers_components.h"
-#include "formatted_checkpoint_files.h"
 #include "safetensors.h"
+
+#include <ft/checkpoint_files.h>
 
 #include <ft/checkpointer.h>
 #include <ft/clock.h>
@@ -359,8 +360,7 @@ std::unique_ptr<ft::Checkpointer> make_checkpointer(const ft::ConfigNode& cfg, c
   }
 
   s.checkpoint_dir = cfg.get<std::string>("checkpoint_dir");
-  s.checkpoint_files = cfg.is_table("checkpoint_files") ? formatted_checkpoint_files(cfg.table("checkpoint_files"))
-                                                        : cfg.get<std::vector<std::string>>("checkpoint_files");
+  s.checkpoint_files = ft::listed_checkpoint_files(cfg, "checkpoint_files");
   if (s.checkpoint_dir.empty() && !s.checkpoint_files.empty())
     cfg.fail("checkpoint_files", "files are listed but checkpoint_dir is empty");
   if (!s.checkpoint_dir.empty()) {
@@ -399,7 +399,10 @@ void register_hf_checkpointer(ft::Registry& reg) {
           "resume_from_checkpoint", ValueType::Bool, "false",
           "torchtune's spelling: true resumes like the top-level resume_from_checkpoint = true (docs/checkpointing.md)")
       .optional("safe_serialization", ValueType::Bool, "true", "write safetensors (the only format written)")
-      .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving");
+      .optional("max_shard_size", ValueType::Int, "5000000000", "bytes per safetensors shard when saving")
+      .path("checkpoint_dir", ft::PathRole::InputDirectory)
+      .path("checkpoint_files", ft::PathRole::CheckpointFiles)
+      .path("output_dir", ft::PathRole::OutputDirectory);
   reg.add<ft::Checkpointer>("torchtune.training.FullModelHFCheckpointer", std::move(s),
                             "full model weights as Hugging Face safetensors (sharded, with config.json)",
                             make_checkpointer, {ft::TrainingCheckpointStorage::capability});

@@ -1,5 +1,6 @@
 #include "safetensors.h"
 
+#include <ft/checkpoint_files.h>
 #include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/text.h>
@@ -62,83 +63,6 @@ std::uint64_t tensor_bytes(const ft::NamedTensor& t) {
 
 [[noreturn]] void fail_in(const std::string& path, const std::string& message) {
   throw ft::Error(path + ": " + message);
-}
-
-// The .safetensors files of `dir`, for "file not found" messages.
-std::string safetensors_listing(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".safetensors") names.push_back(it->path().filename().string());
-  if (names.empty()) return dir + " holds no .safetensors files";
-  std::sort(names.begin(), names.end());
-  std::string out = dir + " holds:";
-  for (const auto& n : names) out += " " + n;
-  return out;
-}
-
-struct ResolvedCheckpoint {
-  std::vector<std::string> files;
-  std::string index_path;                         // empty unless the files come from an index
-  std::map<std::string, std::string> weight_map;  // tensor -> file name, from the index
-};
-
-std::map<std::string, std::string> read_weight_map(const std::string& index_path) {
-  std::ifstream in(index_path);
-  if (!in) throw ft::Error(index_path + ": cannot read");
-  nlohmann::json index;
-  try {
-    index = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ft::Error(index_path + ": not valid JSON: " + e.what());
-  }
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-    throw ft::Error(index_path + ": expected an object with a \"weight_map\" object");
-  std::map<std::string, std::string> weight_map;
-  for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string())
-      throw ft::Error(index_path + ": weight_map[\"" + name + "\"]: expected a file name, got " + excerpt(file));
-    weight_map[name] = file.get<std::string>();
-  }
-  if (weight_map.empty()) throw ft::Error(index_path + ": weight_map is empty");
-  return weight_map;
-}
-
-ResolvedCheckpoint resolve_checkpoint(const std::string& dir, const std::vector<std::string>& listed) {
-  if (!fs::is_directory(dir)) throw ft::Error(dir + ": checkpoint directory does not exist");
-  ResolvedCheckpoint out;
-  if (!listed.empty()) {
-    for (const std::string& name : listed) {
-      const std::string path = (fs::path(dir) / name).string();
-      if (!fs::exists(path)) throw ft::Error(path + ": checkpoint file does not exist; " + safetensors_listing(dir));
-      if (!fs::is_regular_file(path)) throw ft::Error(path + ": checkpoint file is not a regular file");
-      if (fs::path(path).extension() != ".safetensors")
-        throw ft::Error(path + ": only .safetensors checkpoints can be read (PyTorch .bin/.pt pickles are not)");
-      out.files.push_back(path);
-    }
-    return out;
-  }
-  const std::string index_path = (fs::path(dir) / kIndexFileName).string();
-  if (fs::exists(index_path)) {
-    out.index_path = index_path;
-    out.weight_map = read_weight_map(index_path);
-    std::set<std::string> shards;
-    for (const auto& [name, file] : out.weight_map) shards.insert(file);
-    for (const std::string& shard : shards) {
-      const std::string path = (fs::path(dir) / shard).string();
-      if (!fs::is_regular_file(path))
-        throw ft::Error(index_path + ": lists shard " + shard + ", which does not exist; " + safetensors_listing(dir));
-      out.files.push_back(path);
-    }
-    return out;
-  }
-  const std::string single = (fs::path(dir) / kSingleFileName).string();
-  if (fs::is_regular_file(single)) {
-    out.files.push_back(single);
-    return out;
-  }
-  throw ft::Error(dir + ": no " + kIndexFileName + " or " + kSingleFileName + " to read; " + safetensors_listing(dir) +
-                  " (name the files in checkpoint_files)");
 }
 
 }  // namespace
@@ -431,11 +355,11 @@ ShardedWrite write_sharded_safetensors(const std::string& dir, const std::vector
 // Checkpoint directories
 
 std::vector<std::string> checkpoint_files_in(const std::string& dir, const std::vector<std::string>& listed) {
-  return resolve_checkpoint(dir, listed).files;
+  return ft::resolve_checkpoint_files(dir, listed).files;
 }
 
 std::vector<SafetensorsFile> open_checkpoint(const std::string& dir, const std::vector<std::string>& listed) {
-  ResolvedCheckpoint resolved = resolve_checkpoint(dir, listed);
+  const ft::CheckpointFileList resolved = ft::resolve_checkpoint_files(dir, listed);
   std::vector<SafetensorsFile> files;
   std::map<std::string, const SafetensorsFile*> by_path;
   for (const std::string& path : resolved.files) files.emplace_back(path);

@@ -13,6 +13,7 @@
 // pointer.)
 #pragma once
 
+#include <ft/checkpoint_files.h>
 #include <ft/model.h>
 
 #include <ATen/core/Tensor.h>
@@ -28,8 +29,8 @@
 
 namespace ft_checkpointers {
 
-inline constexpr const char* kSingleFileName = "model.safetensors";
-inline constexpr const char* kIndexFileName = "model.safetensors.index.json";
+inline constexpr const char* kSingleFileName = ft::kSingleCheckpointFileName;
+inline constexpr const char* kIndexFileName = ft::kCheckpointIndexFileName;
 inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
 
 // "F32" -> Float, ...; nullopt for a code this reader does not support.

@@ -21,7 +21,8 @@ void add_source_keys(ft::Schema& s, const std::string& default_source) {
       .optional("streaming", ft::ValueType::Bool, "false",
                 "read each record from its file when it is drawn (JSON Lines, Parquet, Arrow, CSV), keeping only "
                 "where it is in memory")
-      .optional("filter_fn", ft::ValueType::String, "", "not supported (Python callables); filter the file beforehand");
+      .optional("filter_fn", ft::ValueType::String, "", "not supported (Python callables); filter the file beforehand")
+      .path("source", ft::PathRole::DatasetSource);
 }
 
 void add_packing_keys(ft::Schema& s) {

@@ -84,7 +84,8 @@ namespace ft_ds {
 void register_tokenized_jsonl(ft::Registry& reg) {
   ft::Schema s;
   s.required("source", ft::ValueType::String, "path of the .jsonl file")
-      .optional("max_seq_len", ft::ValueType::Int, "0", "truncate longer samples (0 = keep whole)");
+      .optional("max_seq_len", ft::ValueType::Int, "0", "truncate longer samples (0 = keep whole)")
+      .path("source", ft::PathRole::InputFile);
   reg.add<ft::Dataset>("fthost.datasets.tokenized_jsonl", std::move(s),
                        "pre-tokenized JSONL samples {\"tokens\": [...], \"labels\": [...]}",
                        [](const ft::ConfigNode& cfg, ft::Dataset::Args) {

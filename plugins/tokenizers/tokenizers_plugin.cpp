@@ -72,6 +72,13 @@ void check_positive(const ft::ConfigNode& cfg, const char* key) {
   if (n <= 0) cfg.fail(key, "must be a positive integer, got " + std::to_string(n));
 }
 
+// The keys that name the tokenizer's files, read before anything is built (the pre-flight).
+ft::Schema with_file_roles(ft::Schema s) {
+  for (const char* key : {"path", "merges_file", "vocab_path", "merges_path", "special_tokens_path"})
+    if (s.find(key)) s.path(key, ft::PathRole::InputFile);
+  return s;
+}
+
 std::string toml_string(const std::string& s) { return "\"" + s + "\""; }
 
 const char* const kTemplateHelp = "Llama2ChatTemplate, MistralChatTemplate (torchtune's class paths) or \"\" for none";
@@ -82,7 +89,7 @@ void register_components(ft::Registry& reg) {
     s.optional("special_tokens_path", ValueType::String, "",
                "tokenizer.json whose added_tokens replace Llama 3's special tokens (tiktoken files)")
         .optional("prompt_template", ValueType::String, "", "not supported: Llama 3's chat format is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.llama3.llama3_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.llama3.llama3_tokenizer", with_file_roles(std::move(s)),
                            "Llama 3 tokenizer (tiktoken or tokenizer.json) with the Llama 3 chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
@@ -106,7 +113,7 @@ void register_components(ft::Registry& reg) {
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Llama 4's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: Llama 4's chat format is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.llama4.llama4_transform", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.llama4.llama4_transform", with_file_roles(std::move(s)),
                            "Llama 4 tiktoken tokenizer with the Llama 4 chat format (text; no image inputs)",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
@@ -122,7 +129,7 @@ void register_components(ft::Registry& reg) {
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Qwen 2.5's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.qwen2_5.qwen2_5_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.qwen2_5.qwen2_5_tokenizer", with_file_roles(std::move(s)),
                            "Qwen 2.5 byte-level BPE tokenizer with the ChatML chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
@@ -137,7 +144,7 @@ void register_components(ft::Registry& reg) {
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Qwen 2's three special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.qwen2.qwen2_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.qwen2.qwen2_tokenizer", with_file_roles(std::move(s)),
                            "Qwen 2 byte-level BPE tokenizer (3 special tokens) with the ChatML chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
@@ -152,7 +159,7 @@ void register_components(ft::Registry& reg) {
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Qwen 3's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: ChatML is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.qwen3.qwen3_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.qwen3.qwen3_tokenizer", with_file_roles(std::move(s)),
                            "Qwen 3 byte-level BPE tokenizer (Qwen 2.5's special tokens, <think>, <tool_response>) "
                            "with the ChatML chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
@@ -165,7 +172,7 @@ void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kLlama2ChatTemplate), kTemplateHelp);
-    reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.llama2.llama2_tokenizer", with_file_roles(std::move(s)),
                            "Llama 2 SentencePiece tokenizer with the Llama 2 chat template",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              return ft_tok::make_llama2_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
@@ -175,7 +182,7 @@ void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, toml_string(ft_tok::kMistralChatTemplate), kTemplateHelp);
-    reg.add<ft::Tokenizer>("torchtune.models.mistral.mistral_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.mistral.mistral_tokenizer", with_file_roles(std::move(s)),
                            "Mistral SentencePiece tokenizer with the Mistral [INST] chat template",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              return ft_tok::make_mistral_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
@@ -185,7 +192,7 @@ void register_components(ft::Registry& reg) {
   {
     auto s = common_schema("SentencePiece tokenizer.model, or tokenizer.json");
     s.optional("prompt_template", ValueType::String, "\"\"", kTemplateHelp);
-    reg.add<ft::Tokenizer>("torchtune.models.gemma.gemma_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.gemma.gemma_tokenizer", with_file_roles(std::move(s)),
                            "Gemma (and Gemma 2) SentencePiece tokenizer; messages back to back, no chat markup",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              return ft_tok::make_gemma_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
@@ -197,7 +204,7 @@ void register_components(ft::Registry& reg) {
     s.optional("special_tokens_path", ValueType::String, "",
                "tokenizer.json whose added_tokens replace Phi-3's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: Phi-3's chat format is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.phi3.phi3_mini_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.phi3.phi3_mini_tokenizer", with_file_roles(std::move(s)),
                            "Phi-3 mini SentencePiece tokenizer with Phi-3's <|user|> ... <|end|> chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);
@@ -214,7 +221,7 @@ void register_components(ft::Registry& reg) {
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Phi-4's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: Phi-4's chat format is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.phi4.phi4_tokenizer", std::move(s),
+    reg.add<ft::Tokenizer>("torchtune.models.phi4.phi4_tokenizer", with_file_roles(std::move(s)),
                            "Phi-4 byte-level BPE tokenizer (cl100k) with the <|im_start|>role<|im_sep|> chat format",
                            [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
                              refuse_prompt_template(cfg);

@@ -18,12 +18,34 @@ std::string_view value_type_name(ValueType type) {
   return "any";
 }
 
+std::string_view path_role_name(PathRole role) {
+  switch (role) {
+    case PathRole::None: return "none";
+    case PathRole::InputFile: return "input_file";
+    case PathRole::InputDirectory: return "input_directory";
+    case PathRole::InputPath: return "input_path";
+    case PathRole::CheckpointFiles: return "checkpoint_files";
+    case PathRole::DatasetSource: return "dataset_source";
+    case PathRole::OutputDirectory: return "output_directory";
+  }
+  return "none";
+}
+
 Schema& Schema::required(std::string name, ValueType type, std::string help) {
-  return add(KeySpec{std::move(name), type, true, "", std::move(help)});
+  return add(KeySpec{std::move(name), type, true, "", std::move(help), PathRole::None});
 }
 
 Schema& Schema::optional(std::string name, ValueType type, std::string default_toml, std::string help) {
-  return add(KeySpec{std::move(name), type, false, std::move(default_toml), std::move(help)});
+  return add(KeySpec{std::move(name), type, false, std::move(default_toml), std::move(help), PathRole::None});
+}
+
+Schema& Schema::path(std::string_view name, PathRole role) {
+  for (auto& k : keys_)
+    if (k.name == name) {
+      k.path_role = role;
+      return *this;
+    }
+  throw Error("schema: path role for key '" + std::string(name) + "', which the schema does not list");
 }
 
 Schema& Schema::allow_unknown_keys() {

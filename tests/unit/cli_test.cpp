@@ -18,7 +18,7 @@ const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml"
 TEST(Cli, VersionAndHelp) {
   auto v = run("--version");
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_NE(v.output.find("plugin ABI 10.0"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("plugin ABI 11.0"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << v.output;
 #if FT_WITH_CUDA
   EXPECT_NE(v.output.find("\nCUDA 13."), std::string::npos) << v.output;
@@ -99,10 +99,11 @@ TEST(Cli, TopLevelKeyOnlyForInterpolationIsAcceptedWhenReferenced) {
   auto bad = run("validate --config " + unreferenced);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("2 problem(s)"), std::string::npos) << bad.output;
-  EXPECT_NE(bad.output.find("unreferenced.toml: name: unknown top-level key (docs/config.md lists the recipe's keys)"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.output.find("unreferenced.toml:1: name: unknown top-level key (docs/config.md lists the recipe's keys)"),
+      std::string::npos)
       << bad.output;
-  EXPECT_NE(bad.output.find("unreferenced.toml: seeds: unknown key; did you mean 'seed'?"), std::string::npos)
+  EXPECT_NE(bad.output.find("unreferenced.toml:2: seeds: unknown key; did you mean 'seed'?"), std::string::npos)
       << bad.output;
   // A reference on the command line serves the key as well; one to another unknown key does not
   // make the referring key known.
@@ -174,7 +175,8 @@ TEST(Cli, CudaDeviceNeedsACudaBuildAndAVisibleGpu) {
 #if FT_WITH_CUDA
   EXPECT_EQ(run("validate --config " + kDemo + " device=cuda").exit_code, 0);
   if (ft::compat::cuda_device_count() == 0) {
-    auto r = run("--config " + kDemo + " device=cuda max_steps_per_epoch=1 output_dir=" + fttest::temp_dir());
+    auto r = run("--config " + kDemo + " device=cuda max_steps_per_epoch=1 output_dir=" + fttest::temp_dir() +
+                 " dataset.source=" + std::string(FT_SOURCE_DIR) + "/configs/demo/sort_tokens.jsonl");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("device: no CUDA device is visible to this process"), std::string::npos) << r.output;
   }

@@ -1,8 +1,8 @@
 // torchtune.training.FullModelHFCheckpointer with the real Llama-family model plugin. The
 // independent check is the golden logits: torchtune's own model, with these fixture weights,
 // produced `<case>.initial.json`; loading the same files into our model must reproduce them.
+#include <ft/checkpoint_files.h>
 #include "builtin_plugins.h"
-#include "formatted_checkpoint_files.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 
@@ -300,7 +300,7 @@ TEST_F(HfCheckpointer, FilenameFormatNamesTheShards) {
   // Hugging Face's shard names: model-00001-of-0000N.safetensors.
   const std::string count = shards.front().substr(std::string("model-00001-of-").size(), 5);
   ASSERT_EQ(std::stoul(count), shards.size()) << shards.front();
-  EXPECT_EQ(ft_checkpointers::expand_filename_format("model-{}-of-{}.safetensors", count), shards);
+  EXPECT_EQ(ft::expand_filename_format("model-{}-of-{}.safetensors", count), shards);
 
   fs::remove(saved + "/model.safetensors.index.json");  // the files come from the format alone
   auto reloaded = model_of(fixture("qwen2_tied_bf16"), ft::Model::Args{at::kFloat, at::kCPU, 99});
@@ -316,13 +316,12 @@ TEST_F(HfCheckpointer, FilenameFormatNamesTheShards) {
 
 // The expansion itself, against torchtune's documented example (FormattedCheckpointFiles).
 TEST(FormattedCheckpointFiles, ExpandsAsTorchtuneDoes) {
-  EXPECT_EQ(ft_checkpointers::expand_filename_format("file_{}_of_{}.safetensors", "00003"),
+  EXPECT_EQ(ft::expand_filename_format("file_{}_of_{}.safetensors", "00003"),
             (std::vector<std::string>{"file_00001_of_00003.safetensors", "file_00002_of_00003.safetensors",
                                       "file_00003_of_00003.safetensors"}));
-  EXPECT_EQ(ft_checkpointers::expand_filename_format("m{1}-{0}{{x}}", "2"),
-            (std::vector<std::string>{"m2-1{x}", "m2-2{x}"}));
-  EXPECT_EQ(ft_checkpointers::expand_filename_format("a{}b{}", "12").size(), 12u);
-  EXPECT_EQ(ft_checkpointers::expand_filename_format("a{}b{}", "12")[8], "a09b12");
+  EXPECT_EQ(ft::expand_filename_format("m{1}-{0}{{x}}", "2"), (std::vector<std::string>{"m2-1{x}", "m2-2{x}"}));
+  EXPECT_EQ(ft::expand_filename_format("a{}b{}", "12").size(), 12u);
+  EXPECT_EQ(ft::expand_filename_format("a{}b{}", "12")[8], "a09b12");
   for (const auto& [format, max] : std::vector<std::pair<std::string, std::string>>{{"one-{}.safetensors", "2"},
                                                                                     {"{}{}{}", "2"},
                                                                                     {"{name}-{}", "2"},
@@ -332,7 +331,7 @@ TEST(FormattedCheckpointFiles, ExpandsAsTorchtuneDoes) {
                                                                                     {"{}-{}", ""},
                                                                                     {"{}-{}", "0"},
                                                                                     {"{}-{}", "4a"}})
-    EXPECT_THROW(ft_checkpointers::expand_filename_format(format, max), ft::Error) << format << " " << max;
+    EXPECT_THROW(ft::expand_filename_format(format, max), ft::Error) << format << " " << max;
 }
 
 TEST_F(HfCheckpointer, Bf16ModelFromScratchSavesBf16WithTheModelsConfig) {

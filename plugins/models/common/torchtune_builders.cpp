@@ -79,7 +79,8 @@ void register_named_sizes(ft::Registry& reg, const std::vector<NamedModelSize>& 
 void register_hf_config_builder(ft::Registry& reg, const std::string& component, const std::string& summary,
                                 const std::shared_ptr<const FamilyHf>& family) {
   ft::Schema s;
-  s.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it");
+  s.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it")
+      .path("path", ft::PathRole::InputPath);
   reg.add<ft::Model>(component, s, summary, [family](const ft::ConfigNode& cfg, ft::Model::Args args) {
     const ConfigJsonReader json(cfg, cfg.get<std::string>("path"));
     const std::string model_type = json.string("model_type", "");

@@ -57,7 +57,8 @@ const std::vector<std::pair<const char*, ft::ParallelStyle>>& style_keys() {
 
 void register_components(ft::Registry& reg) {
   ft::Schema s;
-  s.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it");
+  s.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it")
+      .path("path", ft::PathRole::InputPath);
   reg.add_delegating<ft::Model>("fthost.models.from_hf_config", s,
                                 "the architecture a Hugging Face config.json describes, built by the model family "
                                 "registered for its model_type",

@@ -198,7 +198,8 @@ void register_components(ft::Registry& reg) {
   const std::shared_ptr<const FamilyHf> text = llama4_hf(false), multimodal = llama4_hf(true);
 
   ft::Schema from_config;
-  from_config.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it");
+  from_config.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it")
+      .path("path", ft::PathRole::InputPath);
   reg.add<ft::Model>(
       "fthost.models.llama4.from_hf_config", from_config,
       "a Llama 4 language model read from a Hugging Face config.json (llama4_text, or llama4 keeping its vision tower)",

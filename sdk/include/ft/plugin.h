@@ -26,7 +26,8 @@
 // Parallelism::handles_expert_parallel); packed documents (ModelInput/Batch::document_lengths).
 // Major 10: context parallelism (the model role ContextParallelism, ft::nn attention's
 // context_parallel member, Parallelism::Args::context_parallel_size).
-#define FT_ABI_MAJOR 10
+// Major 11: schema keys carry a PathRole (ft/schema.h), for the pre-flight check.
+#define FT_ABI_MAJOR 11
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 

@@ -1,4 +1,4 @@
-#include "hub_cache.h"
+#include <ft/hub_cache.h>
 
 #include <ft/errors.h>
 
@@ -9,7 +9,7 @@
 #include <regex>
 #include <vector>
 
-namespace ft_ds {
+namespace ft {
 
 namespace {
 
@@ -88,4 +88,4 @@ std::string hub_dataset_snapshot(const std::string& name, const std::string& rev
   return snapshot.string();
 }
 
-}  // namespace ft_ds
+}  // namespace ft
