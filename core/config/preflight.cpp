@@ -122,8 +122,7 @@ class Preflight {
   void check_table(const ft::ConfigNode& table, const ft::Schema& schema) {
     // Inputs first: the checkpoint's size is known before the output directory is checked.
     for (const auto& key : schema.keys())
-      if (key.path_role != ft::PathRole::None && key.path_role != ft::PathRole::OutputDirectory &&
-          table.has(key.name))
+      if (key.path_role != ft::PathRole::None && key.path_role != ft::PathRole::OutputDirectory && table.has(key.name))
         check_key(table, key);
     for (const auto& key : schema.keys())
       if (key.path_role == ft::PathRole::OutputDirectory && table.has(key.name)) check_key(table, key);
@@ -225,7 +224,8 @@ class Preflight {
           ft::resolve_dataset_files(*source, ft::dataset_data_files(table), table.get<std::string>("split", "train"),
                                     table.get<std::string>("revision", "main"));
       for (const auto& file : found.files)
-        if (auto why = unreadable_file(file)) add(table, fs::path(file) == fs::path(*source) ? key : "data_files", *why);
+        if (auto why = unreadable_file(file))
+          add(table, fs::path(file) == fs::path(*source) ? key : "data_files", *why);
     } catch (const ft::ConfigError& e) {
       report_.problems.push_back(e.what());
     } catch (const ft::Error& e) {

@@ -186,9 +186,8 @@ CheckpointFileList resolve_checkpoint_files(const std::string& dir, const std::v
     out.files.push_back(single);
     return out;
   }
-  throw Error(dir + ": no " + kCheckpointIndexFileName + " or " + kSingleCheckpointFileName + " to read; " + safetensors_listing(dir) +
-                  " (name the files in checkpoint_files)");
+  throw Error(dir + ": no " + kCheckpointIndexFileName + " or " + kSingleCheckpointFileName + " to read; " +
+              safetensors_listing(dir) + " (name the files in checkpoint_files)");
 }
-
 
 }  // namespace ft

@@ -116,7 +116,7 @@ std::set<std::string> words_of(const std::string& relative_path) {
 // `name`, in one format (the first of parquet, arrow, json, csv, text the directory has), as
 // `datasets` assigns them: by split keywords when any file has one, else all are "train".
 std::pair<std::vector<std::string>, DataFormat> split_files(const fs::path& dir, const std::string& name,
-                                                        const std::string& what) {
+                                                            const std::string& what) {
   for (DataFormat f : {DataFormat::Parquet, DataFormat::Arrow, DataFormat::Json, DataFormat::Csv, DataFormat::Text}) {
     const auto files = files_in(dir, f);
     if (files.empty()) continue;
@@ -136,7 +136,7 @@ std::pair<std::vector<std::string>, DataFormat> split_files(const fs::path& dir,
       std::string known;
       for (const auto& [split, _] : by_split) known += (known.empty() ? "" : ", ") + split;
       throw Error(what + " has no split \"" + name + "\" (its " + data_format_name(f) + " files make the splits " +
-                      known + ")");
+                  known + ")");
     }
     return {by_split.at(name), f};
   }
@@ -165,7 +165,7 @@ std::optional<std::vector<std::string>> saved_dataset_files(const fs::path& dir,
     const auto& saved_split = state.value("_split", nlohmann::json());
     if (dataset == dir && saved_split.is_string() && saved_split.get<std::string>() != split_name)
       throw Error(state_path.string() + ": the saved dataset is split \"" + saved_split.get<std::string>() +
-                      "\", not \"" + split_name + "\"");
+                  "\", not \"" + split_name + "\"");
   } catch (const nlohmann::json::exception& e) {
     throw Error(state_path.string() + ": not the state.json datasets' save_to_disk writes (" + e.what() + ")");
   }
@@ -203,13 +203,11 @@ DatasetFiles resolve_dataset_files(const std::string& source, const std::vector<
   std::vector<std::string> files;
   std::optional<DataFormat> format;
   auto only_train = [&](const std::string& what) {
-    if (split_name != "train")
-      throw Error("split = \"" + split + "\": " + what + " has only the \"train\" split");
+    if (split_name != "train") throw Error("split = \"" + split + "\": " + what + " has only the \"train\" split");
   };
   if (const auto named = format_named(source)) {
     if (data_files.empty())
-      throw Error("source = \"" + source +
-                      "\" needs data_files: a file, a list of files, a directory or a glob");
+      throw Error("source = \"" + source + "\" needs data_files: a file, a list of files, a directory or a glob");
     only_train("data_files");
     format = named;
     files = expand_data_files(data_files, *named);
@@ -230,15 +228,13 @@ DatasetFiles resolve_dataset_files(const std::string& source, const std::vector<
       format = format_of_file(source);
       if (!format) {
         if (!fs::exists(source)) throw Error("source = \"" + source + "\": no such file or directory");
-        throw Error(
-            "source = \"" + source +
-            "\": a file's format is read from its extension: .json, .jsonl, .txt, .csv, .parquet or .arrow");
+        throw Error("source = \"" + source +
+                    "\": a file's format is read from its extension: .json, .jsonl, .txt, .csv, .parquet or .arrow");
       }
       files = {source};
     } else {
       const std::string snapshot = hub_dataset_snapshot(source, revision);
-      std::tie(files, format) =
-          split_files(snapshot, split_name, "source = \"" + source + "\" (" + snapshot + ")");
+      std::tie(files, format) = split_files(snapshot, split_name, "source = \"" + source + "\" (" + snapshot + ")");
     }
   }
   return DatasetFiles{std::move(files), *format};

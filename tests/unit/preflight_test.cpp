@@ -28,9 +28,10 @@ std::string fixture(const std::string& relative) { return fttest::fixtures_dir()
 
 // The tiny Alpaca run with its inputs found, then `overrides`.
 std::string tiny_alpaca(const std::string& overrides) {
-  return "--config " + std::string(FT_SOURCE_DIR) + "/configs/tiny_alpaca_llama3.toml tokenizer.path=" +
-         fixture("tokenizers/llama3/tokenizer.json") + " dataset.source=" + fixture("data/alpaca_tiny.json") +
-         " output_dir=" + fttest::temp_dir() + "/out " + overrides;
+  return "--config " + std::string(FT_SOURCE_DIR) +
+         "/configs/tiny_alpaca_llama3.toml tokenizer.path=" + fixture("tokenizers/llama3/tokenizer.json") +
+         " dataset.source=" + fixture("data/alpaca_tiny.json") + " output_dir=" + fttest::temp_dir() + "/out " +
+         overrides;
 }
 
 std::size_t count_of(const std::string& text, const std::string& part) {
@@ -40,7 +41,8 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 }
 
 void expect_all_in(const std::string& output, const std::vector<std::string>& parts) {
-  for (const auto& part : parts) EXPECT_NE(output.find(part), std::string::npos) << "missing: " << part << "\n" << output;
+  for (const auto& part : parts)
+    EXPECT_NE(output.find(part), std::string::npos) << "missing: " << part << "\n" << output;
 }
 
 struct Measured {
@@ -132,22 +134,30 @@ TEST(Preflight, EveryKindOfInputIsChecked) {
     std::vector<std::string> expected;
   };
   const std::vector<Case> cases = {
-      {"a tokenizer file", "tokenizer.path=/nonexistent/tokenizer.json",
+      {"a tokenizer file",
+       "tokenizer.path=/nonexistent/tokenizer.json",
        {"tokenizer.path: no such file: /nonexistent/tokenizer.json"}},
-      {"a directory as the tokenizer file", "tokenizer.path=" + dir.str(),
+      {"a directory as the tokenizer file",
+       "tokenizer.path=" + dir.str(),
        {"tokenizer.path: " + dir.str() + " is a directory; expected a file"}},
-      {"a local dataset file", "dataset.source=/nonexistent/data.json",
+      {"a local dataset file",
+       "dataset.source=/nonexistent/data.json",
        {"dataset.source: no such file: /nonexistent/data.json"}},
-      {"data_files matching nothing", "dataset.source=parquet 'dataset.data_files=/nonexistent/*.parquet'",
+      {"data_files matching nothing",
+       "dataset.source=parquet 'dataset.data_files=/nonexistent/*.parquet'",
        {"dataset.source: data_files = \"/nonexistent/*.parquet\": the pattern matches no file"}},
-      {"data_files naming a missing file", "dataset.source=json dataset.data_files=/nonexistent/part.jsonl",
+      {"data_files naming a missing file",
+       "dataset.source=json dataset.data_files=/nonexistent/part.jsonl",
        {"dataset.data_files: no such file: /nonexistent/part.jsonl"}},
-      {"a Hub dataset not in the cache", "dataset.source=someone/absent-dataset",
+      {"a Hub dataset not in the cache",
+       "dataset.source=someone/absent-dataset",
        {"dataset.source: source = \"someone/absent-dataset\": this Hugging Face Hub dataset is not in the local cache",
         hub, "hf download someone/absent-dataset --repo-type dataset"}},
-      {"a checkpoint directory", "checkpointer.checkpoint_dir=/nonexistent/model",
+      {"a checkpoint directory",
+       "checkpointer.checkpoint_dir=/nonexistent/model",
        {"checkpointer.checkpoint_dir: no such directory: /nonexistent/model"}},
-      {"a file as the checkpoint directory", "checkpointer.checkpoint_dir=" + dir.file("a_file"),
+      {"a file as the checkpoint directory",
+       "checkpointer.checkpoint_dir=" + dir.file("a_file"),
        {"checkpointer.checkpoint_dir: " + dir.file("a_file") + " is a file; expected a directory"}},
       {"listed shards missing from the directory",
        "checkpointer.checkpoint_dir=" + shards +
@@ -155,17 +165,23 @@ TEST(Preflight, EveryKindOfInputIsChecked) {
            "\"00003\"}'",
        {"checkpointer.checkpoint_files: no such file: " + shards + "/model-00002-of-00003.safetensors",
         "checkpointer.checkpoint_files: no such file: " + shards + "/model-00003-of-00003.safetensors"}},
-      {"an index naming a missing shard", "checkpointer.checkpoint_dir=" + indexed,
-       {"checkpointer.checkpoint_dir: " + indexed + "/model.safetensors.index.json: lists shard "
+      {"an index naming a missing shard",
+       "checkpointer.checkpoint_dir=" + indexed,
+       {"checkpointer.checkpoint_dir: " + indexed +
+        "/model.safetensors.index.json: lists shard "
         "model-00002-of-00002.safetensors, which does not exist"}},
-      {"a directory without weights", "checkpointer.checkpoint_dir=" + empty,
+      {"a directory without weights",
+       "checkpointer.checkpoint_dir=" + empty,
        {"checkpointer.checkpoint_dir: " + empty + ": no model.safetensors.index.json or model.safetensors to read"}},
-      {"a resumed checkpoint", "resume_from_checkpoint=/nonexistent/step_3",
+      {"a resumed checkpoint",
+       "resume_from_checkpoint=/nonexistent/step_3",
        {"resume_from_checkpoint: no such directory: /nonexistent/step_3"}},
-      {"a resumed directory that is no checkpoint", "resume_from_checkpoint=" + empty,
+      {"a resumed directory that is no checkpoint",
+       "resume_from_checkpoint=" + empty,
        {"resume_from_checkpoint: not a checkpoint fthost wrote (no such file: " + empty +
         "/recipe_state/manifest.json"}},
-      {"an output directory that is a file", "output_dir=" + dir.file("a_file"),
+      {"an output directory that is a file",
+       "output_dir=" + dir.file("a_file"),
        {"output_dir: " + dir.file("a_file") + " is not a directory"}},
   };
   for (const auto& c : cases) {
@@ -183,8 +199,9 @@ TEST(Preflight, EveryKindOfInputIsChecked) {
   EXPECT_NE(all.exit_code, 0);
   EXPECT_NE(all.output.find("4 problem(s)"), std::string::npos) << all.output;
   // And the inputs found: clean.
-  const auto good = fttest::run_fthost("validate --strict " + tiny_alpaca("checkpointer.checkpoint_dir=" + shards +
-                                                                          " checkpointer.checkpoint_files=[model-00001-of-00003.safetensors]"));
+  const auto good = fttest::run_fthost(
+      "validate --strict " + tiny_alpaca("checkpointer.checkpoint_dir=" + shards +
+                                         " checkpointer.checkpoint_files=[model-00001-of-00003.safetensors]"));
   EXPECT_EQ(good.exit_code, 0) << good.output;
   EXPECT_NE(good.output.find(": OK"), std::string::npos) << good.output;
 }
@@ -200,14 +217,13 @@ TEST(Preflight, AnUnreadableFileAndAReadOnlyOutputDirectoryAreRefused) {
   ::chmod(secret.c_str(), 0000);
   fs::create_directories(read_only);
   ::chmod(read_only.c_str(), 0555);
-  const std::string config = fttest::write_temp("run.toml", fttest::read_file(std::string(FT_SOURCE_DIR) +
-                                                                              "/configs/tiny_alpaca_llama3.toml"));
+  const std::string config = fttest::write_temp(
+      "run.toml", fttest::read_file(std::string(FT_SOURCE_DIR) + "/configs/tiny_alpaca_llama3.toml"));
   open_to_all(dir.str());
   open_to_all(fs::path(config).parent_path());
-  const auto r = fttest::run_shell(as_unprivileged(std::string(FTHOST_BINARY) + " validate --strict --config " +
-                                                   config + " tokenizer.path=" + secret + " dataset.source=" +
-                                                   fixture("data/alpaca_tiny.json") + " output_dir=" + read_only +
-                                                   "/run"));
+  const auto r = fttest::run_shell(as_unprivileged(
+      std::string(FTHOST_BINARY) + " validate --strict --config " + config + " tokenizer.path=" + secret +
+      " dataset.source=" + fixture("data/alpaca_tiny.json") + " output_dir=" + read_only + "/run"));
   EXPECT_NE(r.exit_code, 0) << r.output;
   expect_all_in(r.output, {"tokenizer.path: cannot read " + secret + ": Permission denied",
                            "output_dir: cannot write in " + read_only + ": Permission denied (" + read_only +
@@ -224,8 +240,8 @@ TEST(Preflight, AFilesystemTooSmallForOneCheckpointIsRefused) {
   const std::string mount = dir.file("small");
   fs::create_directories(mount);
   const std::string validate = std::string(FTHOST_BINARY) + " validate --strict " +
-                               tiny_alpaca("checkpointer.checkpoint_dir=" +
-                                           fixture("golden/fixtures/llama3_untied") + " output_dir=" + mount + "/run");
+                               tiny_alpaca("checkpointer.checkpoint_dir=" + fixture("golden/fixtures/llama3_untied") +
+                                           " output_dir=" + mount + "/run");
   auto on_tmpfs = [&](const std::string& size) {
     return fttest::run_shell("unshare -m --propagation private sh -c 'mount -t tmpfs -o size=" + size + " tmpfs " +
                              mount + " && " + validate + "'");

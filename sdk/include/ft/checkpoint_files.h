@@ -23,7 +23,8 @@ inline constexpr const char* kCheckpointIndexFileName = "model.safetensors.index
 // The file names: `filename_format` with exactly two `{}` placeholders (Python's str.format:
 // `{0}`/`{1}` and `{{`/`}}` too), filled with i = 1..N zero-padded to max_filename's width, and
 // max_filename itself. Throws ft::Error when the format or max_filename is not of that form.
-FT_API std::vector<std::string> expand_filename_format(const std::string& filename_format, const std::string& max_filename);
+FT_API std::vector<std::string> expand_filename_format(const std::string& filename_format,
+                                                       const std::string& max_filename);
 
 // The same from the config table, whose errors name its keys.
 FT_API std::vector<std::string> formatted_checkpoint_files(const ft::ConfigNode& table);
