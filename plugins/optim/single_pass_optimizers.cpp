@@ -1,11 +1,13 @@
 // Plugin ft_optim: torch.optim.AdamW, torch.optim.Adam and torch.optim.SGD with torch.optim's
-// update rules and state layout. Two implementations of the same update:
+// update rules and state layout, and bitsandbytes' Adam family (bitsandbytes_optimizers.h). Two implementations of the
+// same update:
 //   - fthost's single-pass CPU kernel (adam_update.h, sgd_update.h), for CPU parameters;
 //   - LibTorch's fused kernels (at::_fused_adamw_ and friends, torch's `fused=True`), for
 //     `fused = true` on any device, and always for CUDA parameters, where the CPU kernel cannot run.
 // `foreach` chooses between torch's for-loop and multi-tensor forms of its unfused update; neither
 // runs here, which the log says.
 #include "adam_update.h"
+#include "bitsandbytes_optimizers.h"
 #include "sgd_update.h"
 
 #include <ft/errors.h>
@@ -343,6 +345,7 @@ ftoptim::AdamHyperparameters adam_hyperparameters(const ft::ConfigNode& cfg, boo
 }
 
 void register_components(ft::Registry& reg) {
+  ftoptim::register_bitsandbytes_optimizers(reg);
   reg.add<ft::Optimizer>(
       "torch.optim.AdamW", adam_schema("1e-2"), "Adam with decoupled weight decay (torch.optim.AdamW)",
       [](const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
