@@ -109,8 +109,8 @@ void with_types(const at::Tensor& param, const at::Tensor& grad, F f) {
   };
   if (param.scalar_type() == at::kFloat) return with_grad(param.data_ptr<float>());
   if (param.scalar_type() == at::kBFloat16) return with_grad(param.data_ptr<c10::BFloat16>());
-  throw ft::Error(std::string("bitsandbytes Adam update: parameters of dtype ") +
-                  c10::toString(param.scalar_type()) + " (float32 and bfloat16 are supported)");
+  throw ft::Error(std::string("bitsandbytes Adam update: parameters of dtype ") + c10::toString(param.scalar_type()) +
+                  " (float32 and bfloat16 are supported)");
 }
 
 }  // namespace
@@ -118,8 +118,12 @@ void with_types(const at::Tensor& param, const at::Tensor& grad, F f) {
 void adam_8bit_blockwise_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& state1,
                                 const at::Tensor& state2, const at::Tensor& absmax1, const at::Tensor& absmax2,
                                 std::int64_t step, const AdamHyperparameters& h, double gradient_scale) {
-  for (const auto& [t, what] : {std::pair{&param, "the parameter"}, {&grad, "the gradient"}, {&state1, "state1"},
-                                {&state2, "state2"}, {&absmax1, "absmax1"}, {&absmax2, "absmax2"}})
+  for (const auto& [t, what] : {std::pair{&param, "the parameter"},
+                                {&grad, "the gradient"},
+                                {&state1, "state1"},
+                                {&state2, "state2"},
+                                {&absmax1, "absmax1"},
+                                {&absmax2, "absmax2"}})
     check_contiguous(*t, what);
   const StepConstants c = constants_of(step, h, gradient_scale);
   with_types(param, grad, [&](auto* p, const auto* g) {

@@ -170,8 +170,8 @@ class BitsAndBytesAdam final : public ft::Optimizer {
     const at::Tensor& p = params_[index];
     const std::string prefix = "state." + std::to_string(index) + ".";
     const bool eight_bit = quantizes(p);
-    const char* wanted = eight_bit ? "8-bit blockwise (uint8 state1/state2 with absmax1/absmax2)"
-                                   : "32-bit (float32 state1/state2)";
+    const char* wanted =
+        eight_bit ? "8-bit blockwise (uint8 state1/state2 with absmax1/absmax2)" : "32-bit (float32 state1/state2)";
     auto field = [&](const std::string& name) -> const at::Tensor& {
       auto it = fields.find(name);
       if (it == fields.end()) {
@@ -199,8 +199,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
       const at::Tensor& t = field(name);
       if (t.scalar_type() != dtype || t.sizes() != shape)
         throw ft::Error("optimizer state \"" + prefix + name + "\": " + c10::toString(t.scalar_type()) + " " +
-                        ft::shape_text(t.sizes()) + ", expected " + c10::toString(dtype) + " " +
-                        ft::shape_text(shape));
+                        ft::shape_text(t.sizes()) + ", expected " + c10::toString(dtype) + " " + ft::shape_text(shape));
       return t.contiguous().clone();
     };
     const at::ScalarType state_type = eight_bit ? at::kByte : at::kFloat;
@@ -247,7 +246,8 @@ ft::Schema schema_of(const Variant& v) {
       .optional("amsgrad", ValueType::Bool, "false", "not supported by bitsandbytes' 8-bit Adam: false only")
       .optional("min_8bit_size", ValueType::Int, "4096",
                 "tensors with fewer values keep float32 moments, as bitsandbytes does")
-      .optional("percentile_clipping", ValueType::Int, "100", "bitsandbytes' adaptive gradient clipping: 100 (off) only")
+      .optional("percentile_clipping", ValueType::Int, "100",
+                "bitsandbytes' adaptive gradient clipping: 100 (off) only")
       .optional("block_wise", ValueType::Bool, "true", "blockwise quantization (256 values per absmax): true only");
   if (v.takes_optim_bits) s.optional("optim_bits", ValueType::Int, "32", "32: float32 moments; 8: 8-bit blockwise");
   if (!v.paged) s.optional("is_paged", ValueType::Bool, "false", "paged state (CUDA unified memory)");

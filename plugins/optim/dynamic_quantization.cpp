@@ -1,8 +1,8 @@
 #include "dynamic_quantization.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace ftoptim {

@@ -88,8 +88,7 @@ at::Tensor first_moment(const at::Tensor& grad, const Case& c) {
 }
 
 // Every code is the one nearest to its value over the block's absmax (brute force over the map).
-void expect_nearest_codes(const at::Tensor& codes, const at::Tensor& absmax, const at::Tensor& values,
-                          bool is_signed) {
+void expect_nearest_codes(const at::Tensor& codes, const at::Tensor& absmax, const at::Tensor& values, bool is_signed) {
   const auto& map = ftoptim::dynamic_map(is_signed);
   const auto* code = codes.data_ptr<std::uint8_t>();
   const auto* value = values.contiguous().data_ptr<float>();
@@ -141,9 +140,10 @@ TEST_F(BitsAndBytesOptimizers, TrajectoriesFollowBitsandbytesWithinTheQuantizati
     auto opt = optimizer(c.name, c.keys, params);
     std::vector<torch::Tensor> fp32;
     for (const auto& p : params) fp32.push_back(p.clone().requires_grad_(true));
-    torch::optim::AdamW float32_adamw(fp32, torch::optim::AdamWOptions(c.lr)
-                                        .betas({c.name == "Adam8bit" ? 0.8 : 0.9, c.name == "Adam8bit" ? 0.99 : 0.999})
-                                        .weight_decay(c.weight_decay));
+    torch::optim::AdamW float32_adamw(
+        fp32, torch::optim::AdamWOptions(c.lr)
+                  .betas({c.name == "Adam8bit" ? 0.8 : 0.9, c.name == "Adam8bit" ? 0.99 : 0.999})
+                  .weight_decay(c.weight_decay));
     for (int step = 1; step <= kSteps; ++step) {
       for (int i = 0; i < kParams; ++i) {
         params[i].mutable_grad() = ref("grad." + std::to_string(step) + "." + std::to_string(i));
@@ -199,8 +199,8 @@ TEST_F(BitsAndBytesOptimizers, TrajectoriesFollowBitsandbytesWithinTheQuantizati
         if (step == kSteps)
           std::cout << c.name << ", parameter " << i << ", step " << step << ": from the float32 update, fthost mean "
                     << (params[i] - exact).abs().mean().item<double>() << " max "
-                    << (params[i] - exact).abs().max().item<double>() << "; bitsandbytes mean " << own_mean
-                    << " max " << own_max << "\n";
+                    << (params[i] - exact).abs().max().item<double>() << "; bitsandbytes mean " << own_mean << " max "
+                    << own_max << "\n";
       }
     }
   }
@@ -260,15 +260,16 @@ TEST_F(BitsAndBytesOptimizers, TheStateResumesBitwiseAndAnotherFormIsRefused) {
 
 TEST_F(BitsAndBytesOptimizers, SettingsItDoesNotImplementNameTheKey) {
   const at::Tensor p = at::zeros({4});
-  for (const auto& [keys, key] : std::vector<std::pair<std::string, std::string>>{
-           {"amsgrad = true\n", "amsgrad"},
-           {"percentile_clipping = 5\n", "percentile_clipping"},
-           {"block_wise = false\n", "block_wise"},
-           {"betas = [0.9]\n", "betas"}}) {
+  for (const auto& [keys, key] :
+       std::vector<std::pair<std::string, std::string>>{{"amsgrad = true\n", "amsgrad"},
+                                                        {"percentile_clipping = 5\n", "percentile_clipping"},
+                                                        {"block_wise = false\n", "block_wise"},
+                                                        {"betas = [0.9]\n", "betas"}}) {
     const std::string message = fttest::error_of<ft::ConfigError>([&] { optimizer("AdamW8bit", keys, {p}); });
     EXPECT_NE(message.find("optimizer." + key + ":"), std::string::npos) << message;
   }
-  const std::string bits = fttest::error_of<ft::ConfigError>([&] { optimizer("PagedAdamW", "optim_bits = 16\n", {p}); });
+  const std::string bits =
+      fttest::error_of<ft::ConfigError>([&] { optimizer("PagedAdamW", "optim_bits = 16\n", {p}); });
   EXPECT_NE(bits.find("optimizer.optim_bits: expected 8 or 32"), std::string::npos) << bits;
 }
 
@@ -280,15 +281,16 @@ namespace {
 // resumed for the second, end with the same weights bit for bit (the codes and absmax values are
 // saved, not a decoded copy).
 TEST(BitsAndBytesTraining, TheDemoTrainsWith8bitMomentsAndResumesBitwise) {
-  const std::string demo = "--config " + std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml dataset.source=" +
-                           std::string(FT_SOURCE_DIR) +
+  const std::string demo = "--config " + std::string(FT_SOURCE_DIR) +
+                           "/configs/tiny_demo.toml dataset.source=" + std::string(FT_SOURCE_DIR) +
                            "/configs/demo/sort_tokens.jsonl epochs=2 max_steps_per_epoch=6 "
                            "optimizer._component_=bitsandbytes.optim.PagedAdamW8bit";
   const std::string straight = fttest::temp_dir(), resumed = fttest::temp_dir();
   const auto a = fttest::run_fthost(demo + " output_dir=" + straight);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_NE(a.output.find("8-bit blockwise moments"), std::string::npos) << a.output;
-  const std::string state = fttest::read_file(straight + "/epoch_0/recipe_state/optimizer-rank-00000-of-00001.safetensors");
+  const std::string state =
+      fttest::read_file(straight + "/epoch_0/recipe_state/optimizer-rank-00000-of-00001.safetensors");
   EXPECT_NE(state.find("\"state.0.absmax1\""), std::string::npos) << "the codes' absmax values are saved";
   const auto first = fttest::run_fthost(demo + " epochs=1 output_dir=" + resumed);
   ASSERT_EQ(first.exit_code, 0) << first.output;
