@@ -282,8 +282,12 @@ std::unique_ptr<ft::Optimizer> make(const Variant& v, const ft::ConfigNode& cfg,
   }
   const bool paged = v.paged || cfg.get<bool>("is_paged", false);
   if (paged) note_paging_on_cpu(v.name);
-  ft::log::info("{}: {} moments (tensors below {} values: 32-bit), fthost's fused CPU kernel", cfg.path(),
-                bits == 8 ? "8-bit blockwise" : "32-bit", min_8bit_size);
+  // Once: optimizer_in_bwd builds one optimizer per parameter from the same table.
+  static std::once_flag described;
+  std::call_once(described, [&] {
+    ft::log::info("{}: {} moments (tensors below {} values: 32-bit), fthost's fused CPU kernel", cfg.path(),
+                  bits == 8 ? "8-bit blockwise" : "32-bit", min_8bit_size);
+  });
   return std::make_unique<BitsAndBytesAdam>(v.name, std::move(args.params), h, bits, min_8bit_size);
 }
 

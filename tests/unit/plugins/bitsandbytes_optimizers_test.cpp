@@ -298,6 +298,17 @@ TEST(BitsAndBytesTraining, TheDemoTrainsWith8bitMomentsAndResumesBitwise) {
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_TRUE(fttest::read_file(straight + "/epoch_1/model.safetensors") ==
               fttest::read_file(resumed + "/epoch_1/model.safetensors"));
+
+  // With optimizer_in_bwd every parameter gets an optimizer of its own: bitsandbytes' per-tensor
+  // blocks exactly. The run trains and describes the optimizer once, not once per parameter.
+  const auto in_backward =
+      fttest::run_fthost(demo + " epochs=1 optimizer_in_bwd=true ~clip_grad_norm output_dir=" + fttest::temp_dir());
+  ASSERT_EQ(in_backward.exit_code, 0) << in_backward.output;
+  std::size_t described = 0;
+  for (auto at = in_backward.output.find("8-bit blockwise moments"); at != std::string::npos;
+       at = in_backward.output.find("8-bit blockwise moments", at + 1))
+    ++described;
+  EXPECT_EQ(described, 1u) << in_backward.output;
 }
 
 }  // namespace
