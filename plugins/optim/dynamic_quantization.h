@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -33,12 +34,11 @@ class CodeLookup {
   std::uint8_t nearest(float normalized) const {
     std::uint32_t bits;
     std::memcpy(&bits, &normalized, sizeof bits);
-    int i = last_at_or_below_[bits >> 16];
-    i += static_cast<int>(i < 255 && map_[static_cast<std::size_t>(i + 1)] <= normalized);
-    i += static_cast<int>(i < 255 && map_[static_cast<std::size_t>(i + 1)] <= normalized);
+    std::size_t i = last_at_or_below_[bits >> 16];
+    i += static_cast<std::size_t>(i < 255 && map_[i + 1] <= normalized);
+    i += static_cast<std::size_t>(i < 255 && map_[i + 1] <= normalized);
     if (i == 255) return 255;
-    const float below = map_[static_cast<std::size_t>(i)], above = map_[static_cast<std::size_t>(i + 1)];
-    return static_cast<std::uint8_t>(i + static_cast<int>((above - normalized) < (normalized - below)));
+    return static_cast<std::uint8_t>(i + static_cast<std::size_t>((map_[i + 1] - normalized) < (normalized - map_[i])));
   }
   const QuantizationMap& map() const { return map_; }
 
