@@ -19,7 +19,7 @@ mapfile -t files < <(git ls-files ':(glob)core/plugin_host/*.cpp' ':(glob)core/c
   core/main.cpp core/train/checkpoint_manager.cpp core/train/checkpoint_directories.cpp core/train/training_state.cpp \
   core/train/preemption_signals.cpp core/train/batch_prefetcher.cpp plugins/datasets/data_source.cpp core/train/data_loader.cpp \
   plugins/datasets/arrow_records.cpp plugins/datasets/record_source.cpp \
-  plugins/optim/bitsandbytes_adam_update.cpp plugins/optim/bitsandbytes_optimizers.cpp plugins/optim/dynamic_quantization.cpp \
+  plugins/optim/bitsandbytes_adam_update.cpp plugins/optim/bitsandbytes_optimizers.cpp plugins/optim/dynamic_quantization.cpp plugins/optim/optimizer_state_parts.cpp \
   ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp')
 start=$(date +%s)
 log=$(mktemp)

@@ -199,15 +199,6 @@ struct DataReport {
 // next to tokenizing them.
 constexpr std::int64_t kScanBatch = 64;
 
-// In dataset order, made ahead by the run's num_workers.
-DataLoaderOptions in_order(std::int64_t batch_size, int workers) {
-  DataLoaderOptions options;
-  options.sampler = SamplerOptions{1, 0, /*shuffle=*/false, 0, /*drop_last=*/false};
-  options.batch_size = batch_size;
-  options.workers = workers;
-  return options;
-}
-
 // Scans every sample (or packed document), printing the first `shown` as it goes.
 Totals scan_samples(const std::shared_ptr<const ft::Dataset>& documents, const ft::Collate* collate, bool packed,
                     std::size_t shown, int workers, const DataViewOptions& options, std::int64_t ignore_index,
@@ -217,7 +208,7 @@ Totals scan_samples(const std::shared_ptr<const ft::Dataset>& documents, const f
   totals.lengths.reserve(size);
   Progress progress(size);
   // The statistics are of samples; those shown are collated one by one below.
-  DataLoader loader(documents, nullptr, in_order(kScanBatch, workers));
+  DataLoader loader(documents, nullptr, in_dataset_order(kScanBatch, workers));
   loader.start_epoch(0);
   LoadedBatch loaded;
   for (std::size_t i = 0; i < size; ++i) {
@@ -248,7 +239,7 @@ void describe_first_batch(const std::shared_ptr<const ft::Dataset>& dataset,
                           const std::shared_ptr<const ft::Collate>& collate, std::int64_t batch_size,
                           DataReport& report) {
   if (dataset->size() == 0) return;
-  DataLoader loader(dataset, collate, in_order(report.packed ? 1 : batch_size, 0));
+  DataLoader loader(dataset, collate, in_dataset_order(report.packed ? 1 : batch_size, 0));
   loader.start_epoch(0);
   const LoadedBatch loaded = loader.next();
   const ft::Batch& batch = loaded.batch;

@@ -7,6 +7,14 @@
 
 namespace fthost {
 
+DataLoaderOptions in_dataset_order(std::int64_t batch_size, int workers, int replica, int replicas) {
+  DataLoaderOptions options;
+  options.sampler = SamplerOptions{replicas, replica, /*shuffle=*/false, 0, /*drop_last=*/false};
+  options.batch_size = batch_size;
+  options.workers = workers;
+  return options;
+}
+
 DataLoader::DataLoader(std::shared_ptr<const ft::Dataset> dataset, std::shared_ptr<const ft::Collate> collate,
                        DataLoaderOptions options)
     : sampler_(dataset->size(), options.sampler),

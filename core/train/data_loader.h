@@ -27,6 +27,10 @@ struct DataLoaderOptions {
   int workers = 0;
 };
 
+// Every sample in dataset order, the last micro-batch kept short, this replica's share of
+// `replicas`: what validation and `fthost data` read.
+DataLoaderOptions in_dataset_order(std::int64_t batch_size, int workers, int replica = 0, int replicas = 1);
+
 class DataLoader {
  public:
   // `collate` may be null: micro-batches of samples only (`fthost data`'s documents of packs).

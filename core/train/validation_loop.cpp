@@ -10,14 +10,6 @@
 
 namespace fthost {
 
-DataLoaderOptions validation_loader_options(std::int64_t batch_size, int dp_rank, int dp_size, int workers) {
-  DataLoaderOptions options;
-  options.sampler = SamplerOptions{dp_size, dp_rank, /*shuffle=*/false, 0, /*drop_last=*/false};
-  options.batch_size = batch_size;
-  options.workers = workers;
-  return options;
-}
-
 std::size_t validation_samples_counted(std::size_t dataset_size, int dp_rank, int dp_size) {
   // Without drop_last the sampler pads the set's order with its head to a multiple of the
   // ranks; position r + k * dp_size of that order is this rank's k-th sample, so its own
@@ -30,7 +22,7 @@ ValidationLoop::ValidationLoop(std::shared_ptr<ft::Dataset> dataset, std::int64_
     : size_(dataset->size()),
       parts_(std::move(parts)),
       loader_(dataset, parts_.collate,
-              validation_loader_options(batch_size, parts_.sample_replica, parts_.sample_replicas, parts_.workers)),
+              in_dataset_order(batch_size, parts_.workers, parts_.sample_replica, parts_.sample_replicas)),
       counted_(validation_samples_counted(size_, parts_.sample_replica, parts_.sample_replicas)) {
   ft::log::debug("validation: this rank counts {} of the {} samples, in {} batches with {} padding samples", counted_,
                  size_, loader_.micro_batches_per_epoch(), loader_.samples_per_epoch() - counted_);

@@ -21,12 +21,11 @@
 
 namespace fthost {
 
-// What a data-parallel rank evaluates: the loader's micro-batches over the set in order, without
-// drop_last. Every rank gets the same number of batches (a sharded model's forward is
-// collective), so the sampler's tail padding is kept; `counted` of the rank's samples, in order,
-// are its own, the others repeat the head of the set and contribute no tokens. Over all ranks
-// each sample is counted exactly once.
-DataLoaderOptions validation_loader_options(std::int64_t batch_size, int dp_rank, int dp_size, int workers);
+// What a data-parallel rank evaluates: the loader's micro-batches over its share of the set in
+// dataset order (in_dataset_order). Every rank gets the same number of batches (a sharded
+// model's forward is collective), so the sampler's tail padding is kept; the first
+// validation_samples_counted of the rank's samples are its own, the others repeat the head of
+// the set and contribute no tokens. Over all ranks each sample is counted exactly once.
 std::size_t validation_samples_counted(std::size_t dataset_size, int dp_rank, int dp_size);
 
 class ValidationLoop {

@@ -2,6 +2,7 @@
 
 #include "bitsandbytes_adam_update.h"
 #include "dynamic_quantization.h"
+#include "optimizer_state_parts.h"
 
 #include <ft/errors.h>
 #include <ft/log.h>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace ftoptim {
@@ -72,17 +74,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
     step_scaled(gradient_scale);
     return true;
   }
-  void zero_grad(bool set_to_none) override {
-    for (auto& p : params_) {
-      if (!p.mutable_grad().defined()) continue;
-      if (set_to_none) {
-        p.mutable_grad() = at::Tensor();
-      } else {
-        p.mutable_grad().detach_();
-        p.mutable_grad().zero_();
-      }
-    }
-  }
+  void zero_grad(bool set_to_none) override { zero_gradients(params_, set_to_none); }
   double lr() const override { return hyper_.lr; }
   void set_lr(double lr) override { hyper_.lr = lr; }
 
@@ -106,21 +98,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
   }
 
   void load_state(const std::vector<ft::NamedTensor>& saved) override {
-    std::map<std::size_t, std::map<std::string, at::Tensor>> by_param;
-    for (const ft::NamedTensor& t : saved) {
-      const auto dot = t.name.find('.', 6);
-      std::size_t index = params_.size();
-      if (t.name.rfind("state.", 0) == 0 && dot != std::string::npos) {
-        try {
-          index = std::stoul(t.name.substr(6, dot - 6));
-        } catch (const std::exception&) {
-        }
-      }
-      if (index >= params_.size())
-        throw ft::Error("optimizer state \"" + t.name + "\": not state.<i>.<field> for one of the " +
-                        std::to_string(params_.size()) + " parameters " + name_ + " steps");
-      by_param[index][t.name.substr(dot + 1)] = t.tensor;
-    }
+    const auto by_param = state_by_parameter(saved, params_.size(), name_);
     std::vector<std::optional<State>> loaded(params_.size());
     for (const auto& [index, fields] : by_param) loaded[index] = restored(index, fields);
     state_ = std::move(loaded);
@@ -166,7 +144,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
 
   // A checkpoint's state for parameter `index`, refused when it was saved by an optimizer that
   // keeps it in another form (torch.optim's exp_avg, or 8-bit codes for a 32-bit run and back).
-  State restored(std::size_t index, const std::map<std::string, at::Tensor>& fields) const {
+  State restored(std::size_t index, const FieldTensors& fields) const {
     const at::Tensor& p = params_[index];
     const std::string prefix = "state." + std::to_string(index) + ".";
     const bool eight_bit = quantizes(p);
@@ -184,10 +162,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
       return it->second;
     };
     State s;
-    const at::Tensor& step = field("step");
-    if (step.numel() != 1 || step.scalar_type() != at::kLong)
-      throw ft::Error("optimizer state \"" + prefix + "step\": expected one int64 step count");
-    s.step = step.item<std::int64_t>();
+    s.step = restored_step(fields, prefix);
     const at::Tensor& state1 = field("state1");
     const bool saved_eight_bit = state1.scalar_type() == at::kByte;
     if (saved_eight_bit != eight_bit)
@@ -257,13 +232,7 @@ ft::Schema schema_of(const Variant& v) {
 std::unique_ptr<ft::Optimizer> make(const Variant& v, const ft::ConfigNode& cfg, ft::Optimizer::Args args) {
   AdamHyperparameters h;
   h.lr = cfg.get<double>("lr");
-  const auto betas = cfg.get<std::vector<double>>("betas");
-  if (betas.size() != 2) cfg.fail("betas", "expected two numbers [beta1, beta2], got " + std::to_string(betas.size()));
-  for (int i = 0; i < 2; ++i)
-    if (!(betas[static_cast<std::size_t>(i)] >= 0 && betas[static_cast<std::size_t>(i)] < 1))
-      cfg.fail("betas", "beta" + std::to_string(i + 1) + " must be in [0, 1)");
-  h.beta1 = betas[0];
-  h.beta2 = betas[1];
+  std::tie(h.beta1, h.beta2) = adam_betas(cfg);
   h.eps = cfg.get<double>("eps");
   h.weight_decay = cfg.get<double>("weight_decay");
   h.decoupled_weight_decay = true;

@@ -8,6 +8,7 @@
 // runs here, which the log says.
 #include "adam_update.h"
 #include "bitsandbytes_optimizers.h"
+#include "optimizer_state_parts.h"
 #include "sgd_update.h"
 
 #include <ft/errors.h>
@@ -36,8 +37,8 @@ namespace {
 
 using ft::ValueType;
 
-// One parameter's state tensors by field name, as found in a checkpoint.
-using FieldTensors = std::map<std::string, at::Tensor>;
+using ftoptim::FieldTensors;
+using ftoptim::restored_step;
 
 // A copy of `saved` shaped and typed like `like`, for one state field.
 at::Tensor restored_like(const at::Tensor& like, const FieldTensors& fields, const std::string& field,
@@ -52,14 +53,6 @@ at::Tensor restored_like(const at::Tensor& like, const FieldTensors& fields, con
     throw ft::Error("optimizer state \"" + prefix + field + "\": dtype " + c10::toString(saved.scalar_type()) +
                     " but the parameter is " + c10::toString(like.scalar_type()));
   return at::empty_like(like, at::MemoryFormat::Contiguous).copy_(saved);
-}
-
-std::int64_t restored_step(const FieldTensors& fields, const std::string& prefix) {
-  auto it = fields.find("step");
-  if (it == fields.end()) throw ft::Error("optimizer state \"" + prefix + "step\" is missing");
-  if (it->second.numel() != 1 || it->second.scalar_type() != at::kLong)
-    throw ft::Error("optimizer state \"" + prefix + "step\": expected one int64 step count");
-  return it->second.item<std::int64_t>();
 }
 
 // torch.optim.Adam / AdamW's per-parameter state, under torch.optim's names.
@@ -125,17 +118,7 @@ class SinglePassOptimizer : public ft::Optimizer {
 
   void set_lr(double lr) override { hyper_.lr = lr; }
 
-  void zero_grad(bool set_to_none) override {
-    for (auto& p : params_) {
-      if (!p.mutable_grad().defined()) continue;
-      if (set_to_none) {
-        p.mutable_grad() = at::Tensor();
-      } else {
-        p.mutable_grad().detach_();
-        p.mutable_grad().zero_();
-      }
-    }
-  }
+  void zero_grad(bool set_to_none) override { ftoptim::zero_gradients(params_, set_to_none); }
 
   std::vector<ft::NamedTensor> state() const override {
     std::vector<ft::NamedTensor> out;
@@ -145,22 +128,7 @@ class SinglePassOptimizer : public ft::Optimizer {
   }
 
   void load_state(const std::vector<ft::NamedTensor>& state) override {
-    std::map<std::size_t, FieldTensors> by_param;
-    for (const ft::NamedTensor& t : state) {
-      // state.<i>.<field>
-      const auto dot = t.name.find('.', 6);
-      std::size_t index = params_.size();
-      if (t.name.rfind("state.", 0) == 0 && dot != std::string::npos) {
-        try {
-          index = std::stoul(t.name.substr(6, dot - 6));
-        } catch (const std::exception&) {
-        }
-      }
-      if (index >= params_.size())
-        throw ft::Error("optimizer state \"" + t.name + "\": not state.<i>.<field> for one of the " +
-                        std::to_string(params_.size()) + " parameters this optimizer steps");
-      by_param[index][t.name.substr(dot + 1)] = t.tensor;
-    }
+    const auto by_param = ftoptim::state_by_parameter(state, params_.size(), "this optimizer");
     std::vector<std::optional<State>> loaded(params_.size());
     for (const auto& [index, fields] : by_param) loaded[index] = State::load(params_[index], fields, prefix(index));
     state_ = std::move(loaded);
@@ -297,15 +265,6 @@ class SgdOptimizer final : public SinglePassOptimizer<SgdState, ftoptim::SgdHype
   }
 };
 
-std::pair<double, double> betas_of(const ft::ConfigNode& cfg) {
-  auto b = cfg.get<std::vector<double>>("betas");
-  if (b.size() != 2) cfg.fail("betas", "expected two numbers [beta1, beta2], got " + std::to_string(b.size()));
-  for (int i = 0; i < 2; ++i)
-    if (!(b[i] >= 0 && b[i] < 1))
-      cfg.fail("betas", "beta" + std::to_string(i + 1) + " must be in [0, 1), got " + std::to_string(b[i]));
-  return {b[0], b[1]};
-}
-
 // Recorded so a user sees which kernel steps the parameters, and that `foreach` changes nothing.
 template <class Optimizer>
 std::unique_ptr<ft::Optimizer> logged(const ft::ConfigNode& cfg, std::unique_ptr<Optimizer> optimizer) {
@@ -336,7 +295,7 @@ ft::Schema adam_schema(const char* weight_decay_default) {
 ftoptim::AdamHyperparameters adam_hyperparameters(const ft::ConfigNode& cfg, bool decoupled) {
   ftoptim::AdamHyperparameters h;
   h.lr = cfg.get<double>("lr");
-  std::tie(h.beta1, h.beta2) = betas_of(cfg);
+  std::tie(h.beta1, h.beta2) = ftoptim::adam_betas(cfg);
   h.eps = cfg.get<double>("eps");
   h.weight_decay = cfg.get<double>("weight_decay");
   h.amsgrad = cfg.get<bool>("amsgrad");

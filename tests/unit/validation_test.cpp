@@ -129,7 +129,7 @@ TEST(ValidationShard, CountsEverySampleOnceWithEqualBatchCounts) {
         std::set<std::size_t> batch_counts;
         for (int rank = 0; rank < ranks; ++rank) {
           fthost::DataLoader loader(std::make_shared<IndexDataset>(n), nullptr,
-                                    fthost::validation_loader_options(batch, rank, ranks, /*workers=*/0));
+                                    fthost::in_dataset_order(batch, /*workers=*/0, rank, ranks));
           const std::size_t own = fthost::validation_samples_counted(n, rank, ranks);
           std::size_t position = 0, batches = 0;
           for (loader.start_epoch(0); !loader.epoch_done(); ++batches) {
