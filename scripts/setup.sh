@@ -18,6 +18,7 @@ packages=(
   libgloo-dev
   libpcre2-dev libsentencepiece-dev libicu-dev
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
+  libjemalloc-dev  # the fthost executable's allocator (core/CMakeLists.txt, docs/plan.md)
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   iproute2  # `ip netns`: tests/multinode's simulated hosts
   clang-format-14 clang-tidy-14  # scripts/check_format.sh, scripts/check_tidy.sh (CI)

@@ -3,6 +3,7 @@
 #include "cli/command_line.h"
 
 #include "cli/local_launcher.h"
+#include "config/byte_size.h"
 #include "config/checked_config.h"
 #include "config/recipe_names.h"
 
@@ -31,6 +32,20 @@ po::options_description data_options() {
   return data;
 }
 
+po::options_description plan_options() {
+  po::options_description plan("Options of `fthost plan` (docs/plan.md; also --nproc-per-node, --nnodes, --json)");
+  plan.add_options()("device", po::value<std::string>(), "plan for this GPU's datasheet (h100, a100, ...)")(
+      "device-memory", po::value<std::string>(), "memory per device to fit in (80GiB); default: the device's")(
+      "seq-len", po::value<std::int64_t>(), "tokens per sequence (default: the longest the config admits)")(
+      "mfu", po::value<double>(), "share of the peak FLOP/s the step time assumes (default 0.4)")(
+      "inter-node-bandwidth", po::value<std::string>(), "per GPU between nodes (default 50GB/s)")(
+      "write-bandwidth", po::value<std::string>(), "to the checkpoint's disk (default 1GB/s)");
+  return plan;
+}
+
+const std::vector<std::string> kPlanOptions = {"device", "device-memory",        "seq-len",
+                                               "mfu",    "inter-node-bandwidth", "write-bandwidth"};
+
 po::options_description visible_options() {
   po::options_description visible(
       "Usage:\n"
@@ -44,6 +59,10 @@ po::options_description visible_options() {
       "                                                        no training (or `fthost validate run.toml`)\n"
       "  fthost data --config run.toml [overrides] [--samples N] [--packed] [--json]\n"
       "                                                        show the tokenized training data and its masks\n"
+      "  fthost plan --config run.toml [overrides] [--nproc-per-node N] [--nnodes M]\n"
+      "              [--device h100 | --device-memory 80GiB] [--json]\n"
+      "                                                        what each rank will need (memory by phase,\n"
+      "                                                        step time, checkpoint size) and what fits\n"
       "  fthost generate --checkpoint DIR --prompt TEXT       generate text (fthost generate --help)\n"
       "  fthost ls [KIND] [-v]                                 list components (with -v: schemas)\n"
       "  fthost plugins                                        list plugin libraries\n"
@@ -77,6 +96,7 @@ po::options_description visible_options() {
       "write-manifest", po::value<std::string>(),
       "plugins: write LIB.manifest.json for the plugin library LIB (what ls and validate read instead of loading it)");
   visible.add(data_options());
+  visible.add(plan_options());
   return visible;
 }
 
@@ -133,6 +153,41 @@ int world_size_of_run() {
   }
 }
 
+// An option given in either of torchrun's spellings ("node-rank" / "node_rank"), if given.
+template <class T>
+std::optional<T> either_spelling(const po::variables_map& vm, const std::string& dashed);
+
+void read_plan_options(const po::variables_map& vm, PlanOptions& plan) {
+  if (const auto nproc = either_spelling<int>(vm, "nproc-per-node")) plan.nproc_per_node = *nproc;
+  if (const auto nnodes = either_spelling<int>(vm, "nnodes")) plan.nnodes = *nnodes;
+  if (vm.count("device")) plan.device = vm["device"].as<std::string>();
+  if (vm.count("device-memory"))
+    plan.device_memory = parse_byte_size(vm["device-memory"].as<std::string>(), "device-memory");
+  if (vm.count("seq-len")) plan.seq_len = vm["seq-len"].as<std::int64_t>();
+  if (vm.count("mfu")) plan.mfu = vm["mfu"].as<double>();
+  if (vm.count("inter-node-bandwidth"))
+    plan.inter_node_bandwidth =
+        parse_byte_size(vm["inter-node-bandwidth"].as<std::string>(), "inter-node-bandwidth", true);
+  if (vm.count("write-bandwidth"))
+    plan.write_bandwidth = parse_byte_size(vm["write-bandwidth"].as<std::string>(), "write-bandwidth", true);
+}
+
+// Plan's options with another command, and launcher options plan has no use for.
+void check_plan_options(const po::variables_map& vm, const Invocation& inv) {
+  for (const auto& name : kPlanOptions)
+    if (vm.count(name) && inv.command != "plan") throw ft::ConfigError("--" + name + " is an option of `fthost plan`");
+  if (inv.command != "plan") return;
+  for (const char* launcher : {"node-rank", "node_rank", "master-addr", "master_addr", "master-port", "master_port",
+                               "max-restarts", "max_restarts"})
+    if (vm.count(launcher))
+      throw ft::ConfigError(std::string("--") + launcher +
+                            " starts ranks; `fthost plan` starts none (it takes --nproc-per-node and --nnodes)");
+  if (inv.plan.nproc_per_node < 1) throw ft::ConfigError("--nproc-per-node: expected an integer >= 1");
+  if (inv.plan.nnodes < 1) throw ft::ConfigError("--nnodes: expected an integer >= 1");
+  if (inv.plan.seq_len && *inv.plan.seq_len < 1) throw ft::ConfigError("--seq-len: expected an integer >= 1");
+  if (!(inv.plan.mfu > 0 && inv.plan.mfu <= 1)) throw ft::ConfigError("--mfu: expected a share in (0, 1]");
+}
+
 Invocation invocation_of(const po::variables_map& vm) {
   Invocation inv;
   if (vm.count("config")) inv.config_path = vm["config"].as<std::string>();
@@ -145,10 +200,11 @@ Invocation invocation_of(const po::variables_map& vm) {
   inv.make_parents = vm["make-parents"].as<bool>();
   inv.strict = vm["strict"].as<bool>();
   if (vm.count("write-manifest")) inv.write_manifest = vm["write-manifest"].as<std::string>();
+  read_plan_options(vm, inv.plan);
   std::vector<std::string> args;
   if (vm.count("args")) args = vm["args"].as<std::vector<std::string>>();
   if (!args.empty() && (args[0] == "ls" || args[0] == "plugins" || args[0] == "validate" || args[0] == "run" ||
-                        args[0] == "data" || args[0] == "cp")) {
+                        args[0] == "data" || args[0] == "cp" || args[0] == "plan")) {
     inv.command = args[0];
     args.erase(args.begin());
   }
@@ -165,7 +221,6 @@ Invocation invocation_of(const po::variables_map& vm) {
   return inv;
 }
 
-// An option given in either of torchrun's spellings ("node-rank" / "node_rank"), if given.
 template <class T>
 std::optional<T> either_spelling(const po::variables_map& vm, const std::string& dashed) {
   std::string underscored = dashed;
@@ -235,7 +290,9 @@ int run_command_line(int argc, char** argv, const TrainingCommands& training) {
   try {
     // The command is checked before ranks start, so a mistake is reported once.
     const Invocation inv = invocation_of(vm);
-    if (const auto plan = launch_plan(vm)) return launch_local(argc, argv, *plan, inv);
+    check_plan_options(vm, inv);
+    if (inv.command != "plan")
+      if (const auto plan = launch_plan(vm)) return launch_local(argc, argv, *plan, inv);
     if (is_training_command(inv)) {
       check_invocation(inv);
       // A run checks its config and every file it names here, before LibTorch loads, so a

@@ -118,6 +118,11 @@ CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
   return load_and_check(inv, std::move(plugins), adjust, std::nullopt);
 }
 
+CheckedConfig load_checked_config_for_world(const Invocation& inv, PluginLoader plugins, int world_size,
+                                            const std::function<void(ft::detail::ConfigDocument&)>& adjust) {
+  return load_and_check(inv, std::move(plugins), adjust, RanksToCheck{world_size, -1});
+}
+
 void check_config_before_launch(const Invocation& inv, int world_size) {
   const CheckedConfig checked =
       load_and_check(inv, PluginLoader(PluginLoader::Manifests::Use), {}, RanksToCheck{world_size, -1});

@@ -34,6 +34,11 @@ TrainingSettings validate_config(const ft::Registry& registry, const ft::ConfigN
 CheckedConfig load_checked_config(const Invocation& inv, PluginLoader plugins,
                                   const std::function<void(ft::detail::ConfigDocument&)>& adjust = {});
 
+// The same, for a run of `world_size` ranks (torchtune's keys rewritten for that many), quietly:
+// what `fthost plan` reads for the layout it plans.
+CheckedConfig load_checked_config_for_world(const Invocation& inv, PluginLoader plugins, int world_size,
+                                            const std::function<void(ft::detail::ConfigDocument&)>& adjust = {});
+
 // What is checked before a run starts `world_size` ranks of `inv` (once, by the launcher or the
 // one process, before LibTorch loads): the config each rank will load (torchtune's keys
 // rewritten for that many ranks), against the plugins' manifests as `fthost validate` reads

@@ -17,6 +17,18 @@ struct DataViewOptions {
   bool json = false;
 };
 
+// The options of `fthost plan` (docs/plan.md).
+struct PlanOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  std::string device;                   // --device: a datasheet's name ("h100")
+  std::optional<double> device_memory;  // --device-memory, bytes
+  std::optional<std::int64_t> seq_len;  // --seq-len: unset, the longest the config admits
+  double mfu = 0.4;                     // --mfu: the share of the peak the step time assumes
+  double inter_node_bandwidth = 50e9;   // --inter-node-bandwidth, bytes/s per GPU
+  double write_bandwidth = 1e9;         // --write-bandwidth, bytes/s to the checkpoint's disk
+};
+
 struct Invocation {
   std::string command = "run";
   std::string config_path;
@@ -24,13 +36,14 @@ struct Invocation {
   std::vector<std::string> args;  // overrides, the KIND filter of `ls`, or cp's SOURCE DEST
   bool verbose = false;
   DataViewOptions data;
+  PlanOptions plan;
   bool force = false;          // cp: overwrite the destination
   bool make_parents = false;   // cp: create the destination's directories
   bool strict = false;         // validate: missing or unreadable files are errors
   std::string write_manifest;  // plugins --write-manifest LIB: the library whose manifest to write
 };
 
-// run and data: the commands that train or read data, and so need LibTorch (training_library.h).
+// run, data and plan: the commands that train or read data, and so need LibTorch (training_library.h).
 bool is_training_command(const Invocation& inv);
 
 // Errors in the command line's combination of options, before anything is loaded.

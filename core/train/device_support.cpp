@@ -13,7 +13,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// VmHWM: the resident-set high-water mark the kernel keeps for the process.
+}  // namespace
+
 double peak_rss_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -23,7 +24,10 @@ double peak_rss_bytes() {
   return 0;
 }
 
-}  // namespace
+double peak_memory_bytes(const c10::Device& device) {
+  if (device.is_cuda()) return ft::compat::cuda_memory_peaks(device.has_index() ? device.index() : 0).allocated_bytes;
+  return peak_rss_bytes();
+}
 
 c10::Device resolve_device(const ft::ConfigNode& root) {
   const c10::Device device = read_device(root);

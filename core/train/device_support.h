@@ -21,4 +21,10 @@ c10::Device device_for_rank(const ft::ConfigNode& root, const c10::Device& confi
 // Peak memory since the start (GiB), in the order the recipe logs them.
 ft::Metrics peak_memory_stats(const c10::Device& device);
 
+// VmHWM: the resident-set high-water mark the kernel keeps for the process, bytes.
+double peak_rss_bytes();
+// The peak the memory plan is compared with: the caching allocator's allocated bytes on CUDA,
+// the process's peak resident set on the CPU.
+double peak_memory_bytes(const c10::Device& device);
+
 }  // namespace fthost

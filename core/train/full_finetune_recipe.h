@@ -14,6 +14,7 @@
 #include "train/device_mesh.h"
 #include "train/model_flops.h"
 #include "train/optimizer_step_policy.h"
+#include "train/planned_memory_check.h"
 #include "train/progress_line.h"
 #include "train/validation_loop.h"
 
@@ -157,7 +158,9 @@ class FullFinetuneRecipe {
   std::vector<ParameterShape> model_parameters_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<ProgressLine> progress_;
-  std::unique_ptr<ModelFlops> model_flops_;     // rank 0, which logs
+  std::unique_ptr<ModelFlops> model_flops_;           // rank 0, which logs
+  std::unique_ptr<PlannedMemoryCheck> memory_check_;  // rank 0: the memory plan beside the measured peak
+  std::int64_t first_step_of_process_ = 0;
   std::unique_ptr<ValidationLoop> validation_;  // when dataset_val is configured
 
   // Where the loop stands.

@@ -8,7 +8,9 @@
 namespace fthost {
 
 struct HeapReuse {
-  bool applied = false;  // false where the C library has no such settings (not glibc)
+  // false where the C library has no such settings (not glibc), and under jemalloc (the fthost
+  // executable's allocator), which keeps freed pages for reuse itself (its dirty-page decay).
+  bool applied = false;
 };
 
 // Serves every allocation from the heap (no mmap per large block) and never trims the heap

@@ -3,7 +3,7 @@
 // of this rank's device (core/device_peak_flops.h).
 #pragma once
 
-#include "train/device_peak_flops.h"
+#include "plan/device_peak_flops.h"
 
 #include <ft/metric_logger.h>
 #include <ft/model.h>

@@ -3,6 +3,7 @@
 #include "config/checked_config.h"
 #include "config/distributed_environment.h"
 #include "config/rank_logging.h"
+#include "plan/plan_command.h"
 #include "train/data_command.h"
 #include "train/device_support.h"
 #include "train/full_finetune_recipe.h"
@@ -17,6 +18,10 @@ namespace fthost {
 
 int run_training_command(const Invocation& inv) {
   check_invocation(inv);
+  if (inv.command == "plan") {
+    log_to_stderr();  // stdout is the plan
+    return run_plan_command(inv);
+  }
   if (inv.command == "data") log_to_stderr();  // stdout is the data view
   std::function<void(ft::detail::ConfigDocument&)> adjust;
   if (inv.command == "data" && inv.data.packed) adjust = set_datasets_packed;

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The host's layering, checked on its includes.
 
-core/ is five rooms (core/README.md). A file may include its own room and the rooms below it:
+core/ is six rooms (core/README.md). A file may include its own room and the rooms below it:
 
-    plugin_host  <-  config  <-  cli                 LibTorch-free: the fthost executable
+    plugin_host  <-  config  <-  cli                         LibTorch-free: the fthost executable
                         ^
-                        +-----  train  <-  generate  the training library
+                        +-----  plan  <-  train  <-  generate  the training library
 
 main.cpp and training_entry.cpp, at core/'s top, put the two programs together and may include
 any room. Includes between rooms are spelled from core/ ("config/checked_config.h"), so every
@@ -34,8 +34,9 @@ ROOMS_BELOW = {
     "plugin_host": set(),
     "config": {"plugin_host"},
     "cli": {"config", "plugin_host"},
-    "train": {"config", "plugin_host"},
-    "generate": {"train", "config", "plugin_host"},
+    "plan": {"config", "plugin_host"},
+    "train": {"plan", "config", "plugin_host"},
+    "generate": {"train", "plan", "config", "plugin_host"},
 }
 LIBTORCH_FREE = {"plugin_host", "config", "cli"}
 LIBTORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")

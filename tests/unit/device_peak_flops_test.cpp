@@ -1,6 +1,6 @@
 // The GPU peaks mfu divides by, against NVIDIA's datasheets (dense, no sparsity): the names are
 // what the driver reports for each board.
-#include "train/device_peak_flops.h"
+#include "plan/device_peak_flops.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-#include "train/device_peak_flops.h"
+#include "plan/device_peak_flops.h"
 
 #include <ft/clock.h>
+#include <ft/errors.h>
 #include <ft/torch_compat.h>
 
 #include <ATen/ATen.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace fthost {
 
@@ -15,27 +17,56 @@ namespace {
 
 struct DatasheetEntry {
   const char* name_part;  // matched against the driver's device name, first match wins
+  const char* plan_name;
   const char* model;
   double tensor_core_tflops;  // bf16 / fp16 dense
   double fp32_tflops;         // CUDA cores, no TF32
+  double memory_gib;
+  double link_gb_per_second;  // NVLink per direction, or the PCIe slot's
 };
 
 // NVIDIA's product datasheets, dense figures (the sparse ones are twice these). The more
 // specific names come first: "H100 PCIe" before "H100".
-constexpr std::array<DatasheetEntry, 10> kDatasheets{{
-    {"H100 PCIe", "NVIDIA H100 PCIe", 756.0, 51.0},
-    {"H100 NVL", "NVIDIA H100 NVL", 835.0, 60.0},
-    {"H100", "NVIDIA H100 SXM", 989.0, 67.0},
-    {"H200 NVL", "NVIDIA H200 NVL", 835.0, 60.0},
-    {"H200", "NVIDIA H200 SXM", 989.0, 67.0},
-    {"GH200", "NVIDIA GH200", 989.0, 67.0},
-    {"B200", "NVIDIA B200", 2250.0, 80.0},
-    {"A100", "NVIDIA A100", 312.0, 19.5},
-    {"L40S", "NVIDIA L40S", 362.0, 91.6},
-    {"A10G", "NVIDIA A10G", 70.0, 31.2},
+constexpr std::array<DatasheetEntry, 11> kDatasheets{{
+    {"H100 PCIe", "h100-pcie", "NVIDIA H100 PCIe", 756.0, 51.0, 80, 64},
+    {"H100 NVL", "h100-nvl", "NVIDIA H100 NVL", 835.0, 60.0, 94, 300},
+    {"H100", "h100", "NVIDIA H100 SXM", 989.0, 67.0, 80, 450},
+    {"H200 NVL", "h200-nvl", "NVIDIA H200 NVL", 835.0, 60.0, 141, 450},
+    {"H200", "h200", "NVIDIA H200 SXM", 989.0, 67.0, 141, 450},
+    {"GH200", "gh200", "NVIDIA GH200", 989.0, 67.0, 96, 450},
+    {"B200", "b200", "NVIDIA B200", 2250.0, 80.0, 180, 900},
+    {"A100-SXM4-40GB", "a100-40gb", "NVIDIA A100 40GB", 312.0, 19.5, 40, 300},
+    {"A100", "a100", "NVIDIA A100 80GB", 312.0, 19.5, 80, 300},
+    {"L40S", "l40s", "NVIDIA L40S", 362.0, 91.6, 48, 32},
+    {"A10G", "a10g", "NVIDIA A10G", 70.0, 31.2, 24, 32},
 }};
 
+std::string lowercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 }  // namespace
+
+DeviceDatasheet find_device_datasheet(const std::string& name) {
+  const std::string wanted = lowercase(name);
+  for (const auto& entry : kDatasheets)
+    if (wanted == entry.plan_name || wanted == lowercase(entry.model))
+      return {entry.plan_name,
+              entry.model,
+              entry.memory_gib * 1024.0 * 1024.0 * 1024.0,
+              entry.tensor_core_tflops * 1e12,
+              entry.fp32_tflops * 1e12,
+              entry.link_gb_per_second * 1e9};
+  throw ft::Error("--device " + name + ": no datasheet for it; known: " + known_device_names() +
+                  " (or give --device-memory)");
+}
+
+std::string known_device_names() {
+  std::string names;
+  for (const auto& entry : kDatasheets) names += (names.empty() ? "" : ", ") + std::string(entry.plan_name);
+  return names;
+}
 
 std::optional<PeakFlops> datasheet_peak_flops(const std::string& device_name, c10::ScalarType dtype) {
   const bool tensor_cores = dtype == c10::kBFloat16 || dtype == c10::kHalf;

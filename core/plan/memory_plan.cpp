@@ -1,0 +1,288 @@
+#include "plan/memory_plan.h"
+
+#include <c10/core/ScalarType.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace fthost {
+
+namespace {
+
+// One phase's memory by what holds it.
+struct Held {
+  double runtime = 0, parameters = 0, gradients = 0, optimizer = 0, activations = 0, logits = 0, gathered = 0,
+         working = 0;
+  double total() const {
+    return runtime + parameters + gradients + optimizer + activations + logits + gathered + working;
+  }
+};
+
+struct Unit {
+  double full = 0;   // bytes of its parameters whole (after tensor / expert parallelism)
+  double local = 0;  // this rank's (after FSDP's split)
+  double state = 0;  // its optimizer state on this rank
+  double largest_local = 0;
+};
+
+class Planner {
+ public:
+  Planner(const ModelOutline& model, const ParallelLayout& layout, const RunShape& run,
+          const OptimizerStateSize& optimizer)
+      : model_(model), layout_(layout), run_(run), optimizer_(optimizer) {
+    element_ = static_cast<double>(c10::elementSize(run.dtype));
+    tokens_ = static_cast<double>(run.batch_size * run.seq_len) / layout.context;
+    for (const auto& layer : model.layers) layers_.push_back(unit_of(layer.parameters));
+    std::vector<PlannedParameter> head = model.other;
+    const auto add = [&](const std::vector<PlannedParameter>& part, bool separate, Unit& own) {
+      if (separate) {
+        own = unit_of(part);
+      } else {
+        head.insert(head.end(), part.begin(), part.end());
+      }
+    };
+    add(model.embedding, layout.separate_embedding, embedding_unit_);
+    add(model.output, layout.separate_output, output_unit_);
+    head_ = unit_of(head);
+  }
+
+  MemoryPlan plan(double runtime) const {
+    MemoryPlan out;
+    out.runtime = runtime;
+    const double params = total(&Unit::local), state = total(&Unit::state);
+    const double grads_all = params;
+    const bool host_shards = layout_.cpu_offload && run_.on_gpu && layout_.sharded;
+    Held base;
+    base.runtime = runtime;
+    base.parameters = host_shards ? 0 : params;
+    base.optimizer = host_shards ? 0 : state;
+    const double grads_device = host_shards ? 0 : grads_all;
+    // Gradients held from the step's earlier micro-batches while the last one runs.
+    const double earlier_grads = run_.accumulation > 1 ? grads_device : 0;
+
+    std::vector<double> saved, whole;
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      const double all = saved_by_layer(model_.layers[i]);
+      whole.push_back(all);
+      const bool checkpointed = i < run_.checkpointed.size() && run_.checkpointed[i];
+      double kept = checkpointed ? element_ * tokens_ * static_cast<double>(model_.embed_dim) : all;
+      if (checkpointed && run_.offload_activations && run_.on_gpu) {
+        out.host_bytes += kept;
+        kept = 0;
+      }
+      saved.push_back(kept);
+    }
+    double kept_by_layers = 0;
+    for (double s : saved) kept_by_layers += s;
+    const double d = static_cast<double>(model_.embed_dim);
+    const double final_norm = 2 * element_ * tokens_ * d;  // the norm's input and the projection's
+    // The logits the loss keeps for backward: the model's, or (LinearCrossEntropyLoss) each
+    // chunk's projection of the kept hidden states, all of them alive until backward.
+    const double logits = element_ * tokens_ * static_cast<double>(model_.local_vocab);
+    const double chunk_logits = run_.loss_projects_hidden ? element_ * tokens_ * d : 0;  // the kept rows' copy
+    const double head_gathered = layout_.sharded ? head_.full - head_.local : 0;
+
+    std::vector<std::pair<std::string, Held>> phases;
+    {
+      Held forward = base;
+      forward.gradients = earlier_grads;
+      forward.activations = kept_by_layers + final_norm;
+      forward.logits = logits;
+      forward.working = chunk_logits;
+      forward.gathered = head_gathered + output_unit_gathered();
+      if (layout_.sharded && !layout_.reshard_after_forward)
+        for (const auto& unit : layers_) forward.gathered += unit.full - unit.local;
+      phases.emplace_back("forward (the loss)", forward);
+
+      Held backward_start = forward;
+      // The logits' gradient, and the output projection's whole gradient before a sharded
+      // strategy reduces it to this rank's share.
+      backward_start.working = logits + chunk_logits;
+      const Unit& out_unit = layout_.separate_output ? output_unit_ : head_;
+      backward_start.gradients = std::max(earlier_grads, 0.0) + (layout_.sharded ? out_unit.full : out_unit.local);
+      phases.emplace_back("backward (the output projection)", backward_start);
+    }
+    // Backward through the layers, last first: their activations freed, their gradients made.
+    double grads_done = head_.local + embedding_unit_.local + output_unit_.local;
+    double kept_below = kept_by_layers;
+    std::size_t worst_layer = 0;
+    Held worst_backward;
+    for (std::size_t n = layers_.size(); n-- > 0;) {
+      kept_below -= saved[n];
+      Held layer = base;
+      layer.activations = kept_below + whole[n] + element_ * tokens_ * d;  // its output's gradient
+      layer.working = working_of(model_.layers[n]);
+      const double done = optimizer_in_backward() ? largest_local() : grads_done;
+      layer.gradients = std::max(earlier_grads, host_shards ? 0.0 : done);
+      if (layout_.sharded) {
+        layer.gathered = head_gathered + (layers_[n].full - layers_[n].local) + layers_[n].full;  // + whole gradients
+        if (layout_.prefetch && n > 0) layer.gathered += layers_[n - 1].full - layers_[n - 1].local;
+        if (!layout_.reshard_after_forward)
+          for (std::size_t j = 0; j < n; ++j) layer.gathered += layers_[j].full - layers_[j].local;
+      }
+      if (n + 1 == layers_.size() || layer.total() > worst_backward.total()) {
+        worst_backward = layer;
+        worst_layer = n;
+      }
+      grads_done += layers_[n].local;
+    }
+    if (!layers_.empty()) phases.emplace_back(fmt::format("backward (layer {})", worst_layer), worst_backward);
+    {
+      Held step = base;
+      step.gradients = optimizer_in_backward() ? 0 : grads_device;
+      phases.emplace_back(optimizer_in_backward() ? "after backward (optimizer in backward)" : "optimizer step", step);
+    }
+
+    const Held* peak = nullptr;
+    for (const auto& [name, held] : phases) {
+      out.phases.push_back({name, held.total()});
+      if (!peak || held.total() > out.peak) {
+        peak = &held;
+        out.peak = held.total();
+        out.peak_phase = name;
+      }
+    }
+    out.parameters = params;
+    out.gradients = optimizer_in_backward() ? largest_local() : grads_all;
+    out.optimizer_state = state;
+    out.activations = kept_by_layers + final_norm;
+    out.logits = logits;
+    out.gathered = peak->gathered;
+    if (host_shards) out.host_bytes += params + state + grads_all;
+    out.lines = {
+        {"runtime", peak->runtime, run_.on_gpu ? "CUDA context and libraries" : "the process before the model exists"},
+        {"parameters", peak->parameters, parameter_detail()},
+        {"gradients", peak->gradients, optimizer_in_backward() ? "each freed by its step in backward" : ""},
+        {"optimizer state", peak->optimizer, optimizer_.summary},
+        {"activations", peak->activations, activation_detail()},
+        {"logits", peak->logits,
+         fmt::format("{} tokens x {} columns", static_cast<std::int64_t>(tokens_), model_.local_vocab)},
+        {"gathered by FSDP", peak->gathered, layout_.sharded ? "whole units around their compute" : "not sharded"},
+        {"working tensors", peak->working, "gradients of activations and logits in flight"},
+    };
+    return out;
+  }
+
+ private:
+  bool optimizer_in_backward() const { return run_.optimizer_in_backward; }
+
+  double output_unit_gathered() const {
+    return layout_.sharded && layout_.separate_output ? output_unit_.full - output_unit_.local : 0;
+  }
+
+  Unit unit_of(const std::vector<PlannedParameter>& parameters) const {
+    Unit unit;
+    for (const auto& p : parameters) {
+      double local = static_cast<double>(p.numel);
+      if (layout_.sharded && p.dim0 > 0) {
+        const std::int64_t rows = (p.dim0 + layout_.shard - 1) / layout_.shard;
+        local = static_cast<double>(rows) * static_cast<double>(p.numel / p.dim0);
+      }
+      unit.full += static_cast<double>(p.numel) * element_;
+      unit.local += local * element_;
+      unit.state += optimizer_.bytes(static_cast<std::int64_t>(local), static_cast<int>(element_));
+      unit.largest_local = std::max(unit.largest_local, local * element_);
+    }
+    return unit;
+  }
+
+  double total(double Unit::*field) const {
+    double sum = head_.*field + embedding_unit_.*field + output_unit_.*field;
+    for (const auto& unit : layers_) sum += unit.*field;
+    return sum;
+  }
+
+  double largest_local() const {
+    double largest = std::max({head_.largest_local, embedding_unit_.largest_local, output_unit_.largest_local});
+    for (const auto& unit : layers_) largest = std::max(largest, unit.largest_local);
+    return largest;
+  }
+
+  // What one layer's forward keeps for its backward (docs/plan.md, "Activations").
+  double saved_by_layer(const LayerOutline& layer) const {
+    const double e = element_, t = tokens_;
+    const auto d = static_cast<double>(layer.embed_dim), q = static_cast<double>(layer.q_width),
+               kv = static_cast<double>(layer.kv_width), heads = static_cast<double>(layer.heads);
+    // Each norm's input and output, q / k / v after the positions, attention's output and its
+    // [tokens, heads x head_dim] copy for the output projection.
+    double widths = 4 * d + q + 2 * kv + 2 * q;
+    if (layer.qk_norm) widths += q + kv;
+    double bytes = e * t * widths + 4 * t * (2 + heads);  // + the norms' rstd, attention's logsumexp
+    if (layer.explicit_scores) {
+      const auto s = static_cast<double>(run_.seq_len);
+      bytes += static_cast<double>(run_.batch_size) * heads * s * s / layout_.context * (3 * e + 4);
+    }
+    const double per_hidden = layer.gelu ? 4 : 3;
+    if (layer.experts == 0) return bytes + e * t * static_cast<double>(layer.ffn_width) * per_hidden;
+    // Routing: float32 logits and scores; each token's top_k rows gathered to their experts (the
+    // expected share with expert parallelism is the same rows per rank), each expert's hidden
+    // features, and its output for the weighted sum.
+    const auto k = static_cast<double>(layer.top_k);
+    bytes += 8 * t * static_cast<double>(layer.experts);
+    bytes += e * t * k * (2 * d + static_cast<double>(layer.expert_width) * per_hidden);
+    bytes += e * t * static_cast<double>(layer.shared_width) * per_hidden;
+    return bytes;
+  }
+
+  // The largest tensors alive at once inside one layer's backward beside what it saved.
+  double working_of(const LayerOutline& layer) const {
+    const auto d = static_cast<double>(layer.embed_dim);
+    double widest = static_cast<double>(layer.q_width + 2 * layer.kv_width + layer.q_width);
+    if (layer.experts == 0) {
+      widest = std::max(widest, 2.0 * static_cast<double>(layer.ffn_width));
+    } else {
+      widest = std::max(widest, 2.0 * static_cast<double>(layer.top_k * layer.expert_width) +
+                                    2.0 * static_cast<double>(layer.top_k) * d);
+    }
+    double bytes = element_ * tokens_ * (2 * d + widest);
+    if (layout_.context > 1)  // the other ranks' keys and values, gathered for this rank's queries
+      bytes += element_ * tokens_ * (layout_.context - 1) * 2 * static_cast<double>(layer.kv_width);
+    return bytes;
+  }
+
+  std::string parameter_detail() const {
+    std::string split;
+    if (layout_.tensor > 1) split += fmt::format(", tensor-parallel slices of {}", layout_.tensor);
+    if (layout_.expert > 1) split += fmt::format(", experts split {} ways", layout_.expert);
+    if (layout_.sharded) split += fmt::format(", sharded over {} ranks", layout_.shard);
+    return dtype_name(run_.dtype) + split;
+  }
+
+  std::string activation_detail() const {
+    std::int64_t checkpointed = 0;
+    for (bool c : run_.checkpointed) checkpointed += c ? 1 : 0;
+    return fmt::format("{} x {} tokens{}, {} of {} layers checkpointed{}", run_.batch_size, run_.seq_len,
+                       layout_.context > 1 ? fmt::format(" / {} context-parallel ranks", layout_.context) : "",
+                       checkpointed, model_.layers.size(),
+                       run_.offload_activations && run_.on_gpu ? ", offloaded" : "");
+  }
+
+  const ModelOutline& model_;
+  const ParallelLayout& layout_;
+  const RunShape& run_;
+  const OptimizerStateSize& optimizer_;
+  double element_ = 4, tokens_ = 0;
+  std::vector<Unit> layers_;
+  Unit head_, embedding_unit_, output_unit_;
+};
+
+}  // namespace
+
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat: return "fp32";
+    case c10::kBFloat16: return "bf16";
+    case c10::kHalf: return "fp16";
+    default: return c10::toString(dtype);
+  }
+}
+
+MemoryPlan plan_memory(const ModelOutline& model, const ParallelLayout& layout, const RunShape& run,
+                       const OptimizerStateSize& optimizer, double runtime) {
+  MemoryPlan plan = Planner(model, layout, run, optimizer).plan(runtime);
+  if (!optimizer.known) plan.assumptions.push_back("optimizer " + optimizer.component + ": " + optimizer.summary);
+  return plan;
+}
+
+}  // namespace fthost

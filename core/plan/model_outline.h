@@ -1,0 +1,72 @@
+// What a run's model is made of, per rank, without building it: the decoder composed on the meta
+// device (shapes only, no memory), split as the run would split it (tensor and expert
+// parallelism through the model's own roles, over a stand-in group that never communicates), then
+// read layer by layer. The memory plan (plan/memory_plan.h) counts bytes from it.
+#pragma once
+
+#include <ft/config.h>
+#include <ft/registry.h>
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fthost {
+
+// One parameter as this rank holds it after tensor and expert parallelism (before any data-
+// parallel sharding, which the memory plan applies).
+struct PlannedParameter {
+  std::string name;  // its module's path and place among the module's parameters
+  std::int64_t numel = 0;
+  std::int64_t dim0 = 0;  // what FSDP splits (padded to a multiple of its ranks)
+};
+
+// One transformer layer's widths on this rank, what its saved activations scale with.
+struct LayerOutline {
+  std::vector<PlannedParameter> parameters;
+  std::int64_t embed_dim = 0;
+  std::int64_t heads = 0;        // this rank's query heads
+  std::int64_t q_width = 0;      // heads x head_dim
+  std::int64_t kv_width = 0;     // this rank's kv heads x head_dim
+  bool qk_norm = false;          // per-head norms on q and k (Qwen 3, Gemma 3)
+  bool explicit_scores = false;  // soft-capped scores: the [s, s] weights exist (Gemma 2)
+  bool gelu = false;             // GeGLU: one more [tokens, hidden] tensor than SwiGLU
+  std::int64_t ffn_width = 0;    // a dense MLP's hidden features on this rank; 0 for experts
+  // A mixture-of-experts block (experts > 0).
+  std::int64_t experts = 0;        // in the layer
+  std::int64_t local_experts = 0;  // on this rank (expert parallelism)
+  std::int64_t top_k = 0;
+  std::int64_t expert_width = 0;  // each expert's hidden features on this rank
+  std::int64_t shared_width = 0;  // the shared expert's; 0: none
+};
+
+struct ModelOutline {
+  std::string component;  // the model's _component_
+  std::vector<LayerOutline> layers;
+  // The rest: embedding, final norm, output projection (when untied).
+  std::vector<PlannedParameter> embedding, output, other;
+  std::int64_t vocab_size = 0;   // the whole vocabulary
+  std::int64_t local_vocab = 0;  // the logits' columns on this rank (loss parallel: a slice)
+  std::int64_t embed_dim = 0;
+  std::int64_t max_seq_len = 0;
+  std::int64_t parameters_total = 0;       // the whole model's, every rank's slices together
+  double training_flops_per_position = 0;  // at `flops_seq_len` (ft::Model::training_flops_per_position)
+  std::int64_t flops_seq_len = 0;
+  std::int64_t checkpointable_layers = 0;
+};
+
+struct OutlineRequest {
+  c10::ScalarType dtype = c10::kFloat;
+  int tensor_parallel = 1;
+  int expert_parallel = 1;
+  std::int64_t seq_len = 0;  // for the FLOPs per position
+};
+
+// Builds `root`'s [model] on the meta device, applies [tensor_parallel_plan] when
+// tensor_parallel > 1, and reads it. Throws ft::ConfigError naming `model._component_` for a
+// model that is not composed from ft::nn's decoder (its activations cannot be counted).
+ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& root, const OutlineRequest& request);
+
+}  // namespace fthost

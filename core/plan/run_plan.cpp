@@ -1,0 +1,150 @@
+#include "plan/run_plan.h"
+
+#include "config/checked_config.h"
+#include "config/config_loader.h"
+#include "config/shipped_configs.h"
+#include "plan/device_peak_flops.h"
+
+#include <ft/loss.h>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+namespace fthost {
+
+namespace {
+
+// The CUDA context, cuBLAS' and cuDNN's workspaces: outside the caching allocator's counts.
+constexpr double kCudaContextBytes = 0.5 * 1024 * 1024 * 1024;
+
+std::vector<bool> checkpointed_layers(const TrainingSettings& settings, std::int64_t layers) {
+  return settings.activation_checkpointing.layers(layers);
+}
+
+// The sequence length the plan assumes unless --seq-len gives one: the longest the config admits.
+std::pair<std::int64_t, std::string> default_seq_len(const ft::ConfigNode& root, const ModelOutline& model) {
+  if (root.is_table("tokenizer")) {
+    const ft::ConfigNode tokenizer = root.table("tokenizer");
+    if (tokenizer.has("max_seq_len")) {
+      const auto n = tokenizer.get<std::int64_t>("max_seq_len");
+      if (n > 0) return {n, "tokenizer.max_seq_len"};
+    }
+  }
+  return {model.max_seq_len, "the model's max_seq_len: the tokenizer sets none"};
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+}  // namespace
+
+double resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+RunPlan plan_run(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings, int world,
+                 int nodes, std::int64_t batch_size, std::int64_t seq_len, double runtime, bool on_gpu) {
+  RunPlan plan;
+  plan.layout = read_parallel_layout(root, settings, world, nodes);
+  OutlineRequest request;
+  request.dtype = settings.dtype;
+  request.tensor_parallel = plan.layout.tensor;
+  request.expert_parallel = plan.layout.expert;
+  request.seq_len = seq_len;
+  plan.model = outline_model(registry, root, request);
+  plan.optimizer = optimizer_state_size(root.table("optimizer"));
+  RunShape& run = plan.run;
+  run.batch_size = batch_size;
+  run.seq_len = seq_len;
+  run.accumulation = settings.gradient_accumulation_steps;
+  run.dtype = settings.dtype;
+  run.on_gpu = on_gpu;
+  run.checkpointed = checkpointed_layers(settings, static_cast<std::int64_t>(plan.model.layers.size()));
+  run.offload_activations = settings.activation_checkpointing.offload;
+  run.optimizer_in_backward = settings.optimizer_in_bwd;
+  const auto loss = registry.instantiate<ft::Loss>(root.table("loss"));
+  const ft::OutputRequest output = loss->output_request();
+  run.loss_projects_hidden = output.hidden_only;
+  run.loss_chunks = output.num_output_chunks;
+  plan.memory = plan_memory(plan.model, plan.layout, run, plan.optimizer, runtime);
+  const double element = static_cast<double>(c10::elementSize(settings.dtype));
+  plan.checkpoint_bytes = static_cast<double>(plan.model.parameters_total) * element +
+                          plan.optimizer.bytes(plan.model.parameters_total, static_cast<int>(element));
+  return plan;
+}
+
+RunPlan plan_invocation(const Invocation& inv, bool with_step) {
+  const PlanOptions& where = inv.plan;
+  const int world = where.nproc_per_node * where.nnodes;
+  Invocation planned = inv;
+  // A GPU run planned by a build without CUDA: loaded as a CPU run, planned as the GPU's.
+  bool on_gpu = !where.device.empty();
+  {
+    auto doc = load_config_file(resolve_config_argument(inv.config_path));
+    apply_overrides(*doc, inv.args);
+    const std::string device = ft::detail::root_node(doc).get<std::string>("device", "cpu");
+    if (device.rfind("cuda", 0) == 0) {
+      on_gpu = true;
+      if (!FT_WITH_CUDA) planned.args.push_back("device=cpu");
+    }
+  }
+  const CheckedConfig checked =
+      load_checked_config_for_world(planned, PluginLoader(PluginLoader::Manifests::Ignore), world);
+  const TrainingSettings& settings = checked.settings;
+  const double runtime = on_gpu ? kCudaContextBytes : resident_bytes();
+
+  // The sequence length: --seq-len, else the longest the config admits (the model is outlined
+  // once more only when the first outline had to be read for its max_seq_len).
+  std::int64_t seq_len = where.seq_len.value_or(0);
+  std::string seq_source = "--seq-len";
+  if (seq_len == 0) {
+    const RunPlan probe = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes,
+                                   settings.batch_size, 1, runtime, on_gpu);
+    std::tie(seq_len, seq_source) = default_seq_len(checked.root, probe.model);
+  }
+  RunPlan plan = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes, settings.batch_size,
+                          seq_len, runtime, on_gpu);
+  plan.seq_len_source = seq_source;
+  plan.has_tensor_parallel_plan = checked.root.is_table("tensor_parallel_plan");
+
+  StepAssumptions step;
+  step.mfu = where.mfu;
+  step.ranks_per_node = where.nproc_per_node;
+  step.inter_node_bandwidth = where.inter_node_bandwidth;
+  if (!where.device.empty()) {
+    const DeviceDatasheet sheet = find_device_datasheet(where.device);
+    plan.device = sheet.model;
+    plan.device_memory = sheet.memory_bytes;
+    const bool tensor_cores = settings.dtype == c10::kBFloat16 || settings.dtype == c10::kHalf;
+    step.peak_flops = tensor_cores ? sheet.tensor_core_flops : sheet.fp32_flops;
+    step.peak_source = fmt::format("{} datasheet, {} dense", sheet.model, dtype_name(settings.dtype));
+    step.intra_node_bandwidth = sheet.link_bytes_per_second;
+  } else if (!on_gpu) {
+    plan.device = where.nproc_per_node > 1
+                      ? fmt::format("this machine's CPU ({} ranks share its memory)", where.nproc_per_node)
+                      : std::string("this machine's CPU");
+    const double memory = physical_memory_bytes();
+    if (memory > 0) plan.device_memory = memory / where.nproc_per_node;
+    if (with_step) {
+      step.peak_flops = measure_gemm_peak(c10::Device(c10::DeviceType::CPU), settings.dtype);
+      step.peak_source = fmt::format("measured here: a dense {} matmul", dtype_name(settings.dtype));
+    }
+  } else {
+    plan.device = "a GPU (give --device NAME for its memory and peak)";
+  }
+  if (where.device_memory) plan.device_memory = where.device_memory;
+  if (with_step) plan.step = estimate_step(plan.model, plan.layout, plan.run, step);
+  plan.checkpoint_seconds = plan.checkpoint_bytes / where.write_bandwidth;
+  return plan;
+}
+
+}  // namespace fthost

@@ -1,0 +1,36 @@
+#include "train/planned_memory_check.h"
+
+#include "config/byte_size.h"
+#include "plan/run_plan.h"
+#include "train/device_support.h"
+
+#include <ft/errors.h>
+#include <ft/log.h>
+
+namespace fthost {
+
+PlannedMemoryCheck::PlannedMemoryCheck(const c10::Device& device)
+    : runtime_(device.is_cuda() ? 0.0 : resident_bytes()) {}
+
+void PlannedMemoryCheck::after_step(std::int64_t step, std::int64_t total_steps, std::int64_t rows,
+                                    std::int64_t seq_len, const ft::Registry& registry, const ft::ConfigNode& root,
+                                    const TrainingSettings& settings, const DistributedEnvironment& env) {
+  if (logged_ || (step < 2 && step < total_steps)) return;
+  logged_ = true;
+  const double measured = peak_memory_bytes(settings.device);
+  try {
+    const int nodes = std::max(1, env.world_size / std::max(1, env.local_world_size));
+    const RunPlan plan =
+        plan_run(registry, root, settings, env.world_size, nodes, rows, seq_len, runtime_, settings.device.is_cuda());
+    ft::log::info(
+        "memory: planned peak {} per rank ({}; {} of it the process before the model), measured {} ({}) "
+        "after step {}: {:.2f}x the plan",
+        format_bytes(plan.memory.peak), plan.memory.peak_phase, format_bytes(runtime_), format_bytes(measured),
+        settings.device.is_cuda() ? "the CUDA caching allocator's peak" : "peak resident set", step,
+        measured / plan.memory.peak);
+  } catch (const ft::Error& e) {
+    ft::log::warn("memory: no plan to compare with ({}); measured peak {}", e.what(), format_bytes(measured));
+  }
+}
+
+}  // namespace fthost
