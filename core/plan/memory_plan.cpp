@@ -175,8 +175,11 @@ class Planner {
     Unit unit;
     for (const auto& p : parameters) {
       double local = static_cast<double>(p.numel);
-      if (layout_.sharded && p.dim0 > 0) {
-        const std::int64_t rows = (p.dim0 + layout_.shard - 1) / layout_.shard;
+      // Experts split across the expert-parallel ranks are sharded only over the shard ranks
+      // holding the same experts.
+      const int shard = p.expert ? std::max(1, layout_.shard / layout_.expert) : layout_.shard;
+      if (layout_.sharded && p.dim0 > 0 && shard > 1) {
+        const std::int64_t rows = (p.dim0 + shard - 1) / shard;
         local = static_cast<double>(rows) * static_cast<double>(p.numel / p.dim0);
       }
       unit.full += static_cast<double>(p.numel) * element_;

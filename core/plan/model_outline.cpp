@@ -17,19 +17,21 @@ namespace fthost {
 
 namespace {
 
-std::vector<PlannedParameter> shapes_of(const torch::nn::Module& module, const std::string& prefix) {
+std::vector<PlannedParameter> shapes_of(const torch::nn::Module& module, const std::string& prefix,
+                                        const std::vector<at::Tensor>& experts = {}) {
   std::vector<PlannedParameter> shapes;
   const std::vector<at::Tensor> parameters = module.parameters(/*recurse=*/true);
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const at::Tensor& p = parameters[i];
-    shapes.push_back({prefix + std::to_string(i), p.numel(), p.dim() > 0 ? p.size(0) : 1});
+    bool expert = false;
+    for (const auto& e : experts) expert = expert || e.is_same(p);
+    shapes.push_back({prefix + std::to_string(i), p.numel(), p.dim() > 0 ? p.size(0) : 1, expert});
   }
   return shapes;
 }
 
 LayerOutline outline_layer(const ft::nn::TransformerLayerImpl& layer, std::int64_t embed_dim, const std::string& name) {
   LayerOutline out;
-  out.parameters = shapes_of(layer, name + ".");
   out.embed_dim = embed_dim;
   const auto& attn = *layer.attn;
   const std::int64_t head_dim = attn.options().head_dim;
@@ -49,9 +51,11 @@ LayerOutline outline_layer(const ft::nn::TransformerLayerImpl& layer, std::int64
     out.expert_width = moe->experts->w1.size(1);
     out.gelu = options.activation == ft::nn::MlpActivation::GeluTanh;
     if (moe->shared_expert) out.shared_width = moe->shared_expert->w1->weight.size(0);
+    out.parameters = shapes_of(layer, name + ".", moe->experts->parameters());
   } else {
     throw ft::Error(name + ".mlp: a feed-forward block the memory plan does not know (a dense MLP or experts)");
   }
+  if (out.parameters.empty()) out.parameters = shapes_of(layer, name + ".");
   return out;
 }
 

@@ -21,6 +21,9 @@ struct PlannedParameter {
   std::string name;  // its module's path and place among the module's parameters
   std::int64_t numel = 0;
   std::int64_t dim0 = 0;  // what FSDP splits (padded to a multiple of its ranks)
+  // One of a mixture of experts' expert weights: under expert parallelism FSDP shards it only
+  // over the ranks holding the same experts (shard ranks / expert_parallel_dim).
+  bool expert = false;
 };
 
 // One transformer layer's widths on this rank, what its saved activations scale with.
