@@ -10,4 +10,5 @@ apt-get download \
   libboost-program-options1.74-dev libboost-program-options1.74.0 libboost-system1.74-dev libboost-system1.74.0 \
   libboost-atomic1.74-dev libboost-atomic1.74.0 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
   libtomlplusplus-dev libtomlplusplus3 libgtest-dev nlohmann-json3-dev libpcre2-dev libpcre2-8-0 \
-  libsentencepiece-dev libsentencepiece0 libicu-dev libicu72 zlib1g-dev pkgconf pkgconf-bin libpkgconf3 libgloo-dev
+  libsentencepiece-dev libsentencepiece0 libicu-dev libicu72 zlib1g-dev pkgconf pkgconf-bin libpkgconf3 libgloo-dev \
+  libjemalloc-dev libjemalloc2
