@@ -56,6 +56,20 @@ TEST(PlanCommand, SeventyBillionOnEightGpusWithTheConfigsCpuOffload) {
   EXPECT_LT(plan["memory"]["peak_bytes"].get<double>(), 80.0 * 1024 * 1024 * 1024);
 }
 
+TEST(PlanCommand, ExpertsSplitByExpertParallelismAreShardedOnlyOverTheRanksHoldingThem) {
+  // Qwen3-30B-A3B (Qwen's config.json): 48 layers of 128 experts, each gate, up and down
+  // 2048 x 768, 30,532,122,624 parameters in all.
+  const double experts = 48.0 * 128 * 3 * 2048 * 768;
+  const double rest = 30532122624.0 - experts;
+  const auto plan = plan_json(
+      "--config qwen3_moe/30B_A3B_full --nproc-per-node 8 --device h100 --seq-len 2048 expert_parallel_dim=8", 0);
+  EXPECT_EQ(plan["model"]["parameters"].get<double>(), 30532122624.0);
+  // Each rank holds 16 of every layer's experts whole (8 FSDP ranks / 8 expert-parallel ranks
+  // leave one rank per shard group) and an eighth of the rest, in bf16.
+  const double expected = (experts / 8 + rest / 8) * 2;
+  EXPECT_NEAR(plan["memory"]["parameters_bytes"].get<double>(), expected, expected * 1e-4);
+}
+
 TEST(PlanCommand, ADeviceTooSmallListsChangesThatFitAndEachOneDoes) {
   const std::string config = "--config llama3/8B_full --device a10g --seq-len 2048";
   const auto plan = plan_json(config, 1);
