@@ -36,7 +36,8 @@ po::options_description plan_options() {
   po::options_description plan("Options of `fthost plan` (docs/plan.md; also --nproc-per-node, --nnodes, --json)");
   plan.add_options()("device", po::value<std::string>(), "plan for this GPU's datasheet (h100, a100, ...)")(
       "device-memory", po::value<std::string>(), "memory per device to fit in (80GiB); default: the device's")(
-      "seq-len", po::value<std::int64_t>(), "tokens per sequence (default: the longest the config admits)")(
+      "seq-len", po::value<std::string>(),
+      "tokens per sequence, or `data`: the dataset's longest sample (default: the longest the config admits)")(
       "mfu", po::value<double>(), "share of the peak FLOP/s the step time assumes (default 0.4)")(
       "inter-node-bandwidth", po::value<std::string>(), "per GPU between nodes (default 50GB/s)")(
       "write-bandwidth", po::value<std::string>(), "to the checkpoint's disk (default 1GB/s)");
@@ -163,7 +164,21 @@ void read_plan_options(const po::variables_map& vm, PlanOptions& plan) {
   if (vm.count("device")) plan.device = vm["device"].as<std::string>();
   if (vm.count("device-memory"))
     plan.device_memory = parse_byte_size(vm["device-memory"].as<std::string>(), "device-memory");
-  if (vm.count("seq-len")) plan.seq_len = vm["seq-len"].as<std::int64_t>();
+  if (vm.count("seq-len")) {
+    const std::string text = vm["seq-len"].as<std::string>();
+    if (text == "data") {
+      plan.seq_len_from_data = true;
+    } else {
+      std::size_t end = 0;
+      try {
+        plan.seq_len = std::stoll(text, &end);
+      } catch (const std::exception&) {
+        end = 0;
+      }
+      if (end == 0 || end != text.size() || *plan.seq_len < 1)
+        throw ft::ConfigError("--seq-len " + text + ": expected a number of tokens (1 or more) or `data`");
+    }
+  }
   if (vm.count("mfu")) plan.mfu = vm["mfu"].as<double>();
   if (vm.count("inter-node-bandwidth"))
     plan.inter_node_bandwidth =
@@ -184,7 +199,6 @@ void check_plan_options(const po::variables_map& vm, const Invocation& inv) {
                             " starts ranks; `fthost plan` starts none (it takes --nproc-per-node and --nnodes)");
   if (inv.plan.nproc_per_node < 1) throw ft::ConfigError("--nproc-per-node: expected an integer >= 1");
   if (inv.plan.nnodes < 1) throw ft::ConfigError("--nnodes: expected an integer >= 1");
-  if (inv.plan.seq_len && *inv.plan.seq_len < 1) throw ft::ConfigError("--seq-len: expected an integer >= 1");
   if (!(inv.plan.mfu > 0 && inv.plan.mfu <= 1)) throw ft::ConfigError("--mfu: expected a share in (0, 1]");
 }
 

@@ -21,12 +21,14 @@ struct DataViewOptions {
 struct PlanOptions {
   int nproc_per_node = 1;
   int nnodes = 1;
-  std::string device;                   // --device: a datasheet's name ("h100")
-  std::optional<double> device_memory;  // --device-memory, bytes
-  std::optional<std::int64_t> seq_len;  // --seq-len: unset, the longest the config admits
-  double mfu = 0.4;                     // --mfu: the share of the peak the step time assumes
-  double inter_node_bandwidth = 50e9;   // --inter-node-bandwidth, bytes/s per GPU
-  double write_bandwidth = 1e9;         // --write-bandwidth, bytes/s to the checkpoint's disk
+  std::string device;                        // --device: a datasheet's name ("h100")
+  std::optional<double> device_memory;       // --device-memory, bytes
+  std::optional<std::int64_t> seq_len;       // --seq-len N: unset, the longest the config admits
+  bool seq_len_from_data = false;            // --seq-len data: the longest sample of the dataset
+  std::string seq_len_source = "--seq-len";  // where seq_len came from, for the output
+  double mfu = 0.4;                          // --mfu: the share of the peak the step time assumes
+  double inter_node_bandwidth = 50e9;        // --inter-node-bandwidth, bytes/s per GPU
+  double write_bandwidth = 1e9;              // --write-bandwidth, bytes/s to the checkpoint's disk
 };
 
 struct Invocation {

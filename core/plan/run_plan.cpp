@@ -105,7 +105,7 @@ RunPlan plan_invocation(const Invocation& inv, bool with_step) {
   // The sequence length: --seq-len, else the longest the config admits (the model is outlined
   // once more only when the first outline had to be read for its max_seq_len).
   std::int64_t seq_len = where.seq_len.value_or(0);
-  std::string seq_source = "--seq-len";
+  std::string seq_source = where.seq_len_source;
   if (seq_len == 0) {
     const RunPlan probe = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes,
                                    settings.batch_size, 1, runtime, on_gpu);

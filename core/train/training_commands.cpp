@@ -20,7 +20,15 @@ int run_training_command(const Invocation& inv) {
   check_invocation(inv);
   if (inv.command == "plan") {
     log_to_stderr();  // stdout is the plan
-    return run_plan_command(inv);
+    if (!inv.plan.seq_len_from_data) return run_plan_command(inv);
+    // The data is read once, as one rank of the run reads it, for its longest sample.
+    CheckedConfig checked = load_checked_config(inv, PluginLoader(PluginLoader::Manifests::Ignore));
+    const auto [longest, samples] = longest_training_sample(checked.plugins.registry(), checked.root, checked.settings);
+    if (longest == 0) throw ft::ConfigError("--seq-len data: the dataset has no tokens to plan for");
+    Invocation planned = inv;
+    planned.plan.seq_len = longest;
+    planned.plan.seq_len_source = "the longest of the dataset's " + std::to_string(samples) + " samples";
+    return run_plan_command(planned);
   }
   if (inv.command == "data") log_to_stderr();  // stdout is the data view
   std::function<void(ft::detail::ConfigDocument&)> adjust;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -94,6 +95,31 @@ TEST(PlanCommand, ADeviceTooSmallListsChangesThatFitAndEachOneDoes) {
   EXPECT_EQ(text.exit_code, 1);
   for (const char* part : {"DOES NOT FIT", "changes that lower the peak", "fits", "per rank at the peak"})
     EXPECT_NE(text.output.find(part), std::string::npos) << part << "\n" << text.output;
+}
+
+TEST(PlanCommand, SeqLenDataPlansTheDatasetsLongestSample) {
+  // The tiny Alpaca run without its tokenizer's max_seq_len: samples keep their own lengths.
+  const std::string fixtures = fttest::fixtures_dir();
+  const std::string config = "--config " + std::string(FT_SOURCE_DIR) + "/configs/tiny_alpaca_llama3.toml" +
+                             " tokenizer.path=" + fixtures +
+                             "/tokenizers/llama3/tokenizer.json dataset.source=" + fixtures +
+                             "/data/alpaca_tiny.json '~tokenizer.max_seq_len'";
+  // The longest sample as `fthost data --json` lists them, one JSON object per sample.
+  const auto data = fttest::run_command_stdout(std::string(FTHOST_BINARY) + " data --json " + config + " 2>/dev/null");
+  ASSERT_EQ(data.exit_code, 0) << data.output;
+  std::size_t longest = 0, samples = 0;
+  std::istringstream lines(data.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.contains("sample")) continue;
+    ++samples;
+    longest = std::max(longest, j["tokens"].size());
+  }
+  ASSERT_EQ(samples, 100u);
+  const auto plan = plan_json(config + " --seq-len data", 0);
+  EXPECT_EQ(plan["batch"]["seq_len"].get<std::size_t>(), longest);
+  EXPECT_EQ(plan["batch"]["seq_len_source"], "the longest of the dataset's 100 samples");
+  fttest::expect_refused("plan " + config + " --seq-len many", {"--seq-len many: expected a number of tokens"});
 }
 
 TEST(PlanCommand, BadInputGetsTheRunsErrors) {
