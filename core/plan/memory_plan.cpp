@@ -79,7 +79,11 @@ class Planner {
     const double final_norm = 2 * element_ * tokens_ * d;  // the norm's input and the projection's
     // The logits the loss keeps for backward: the model's, or (LinearCrossEntropyLoss) each
     // chunk's projection of the kept hidden states, all of them alive until backward.
-    const double logits = element_ * tokens_ * static_cast<double>(model_.local_vocab);
+    const double logit_elements = tokens_ * static_cast<double>(model_.local_vocab);
+    // Under tensor parallelism the loss is computed over the vocabulary slices (loss parallel),
+    // without the fused kernel: it keeps its float32 exponentials for backward too.
+    const double loss_parallel = layout_.tensor > 1 ? 4 * logit_elements : 0;
+    const double logits = element_ * logit_elements + loss_parallel;
     const double chunk_logits = run_.loss_projects_hidden ? element_ * tokens_ * d : 0;  // the kept rows' copy
     const double head_gathered = layout_.sharded ? head_.full - head_.local : 0;
 
@@ -98,7 +102,7 @@ class Planner {
       Held backward_start = forward;
       // The logits' gradient, and the output projection's whole gradient before a sharded
       // strategy reduces it to this rank's share.
-      backward_start.working = logits + chunk_logits;
+      backward_start.working = logits + chunk_logits;  // the gradients of what the loss kept
       const Unit& out_unit = layout_.separate_output ? output_unit_ : head_;
       backward_start.gradients = std::max(earlier_grads, 0.0) + (layout_.sharded ? out_unit.full : out_unit.local);
       phases.emplace_back("backward (the output projection)", backward_start);
