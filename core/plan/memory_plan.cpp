@@ -104,7 +104,7 @@ class Planner {
       // strategy reduces it to this rank's share.
       backward_start.working = logits + chunk_logits;  // the gradients of what the loss kept
       const Unit& out_unit = layout_.separate_output ? output_unit_ : head_;
-      backward_start.gradients = std::max(earlier_grads, 0.0) + (layout_.sharded ? out_unit.full : out_unit.local);
+      backward_start.gradients = earlier_grads + (layout_.sharded ? out_unit.full : out_unit.local);
       phases.emplace_back("backward (the output projection)", backward_start);
     }
     // Backward through the layers, last first: their activations freed, their gradients made.
