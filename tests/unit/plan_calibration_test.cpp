@@ -3,7 +3,7 @@
 // context parallelism 2) each train two steps and log the plan for their micro-batches beside
 // the process's peak resident set (the kernel's VmHWM); every one agrees within 15%. The
 // process's memory before the model exists is part of both, so each layout must also plan at
-// least 40% of its peak in tensors the plan counts, or the agreement would say little.
+// least 35% of its peak in tensors the plan counts, or the agreement would say little.
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -85,7 +85,7 @@ _component_ = "torchtune.training.metric_logging.StdoutLogger"
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.output, m, line)) << name << "\n" << r.output;
     const double planned = bytes_of(m[1], m[2]), before_model = bytes_of(m[4], m[5]), measured = bytes_of(m[6], m[7]);
-    EXPECT_GE((planned - before_model) / planned, 0.4) << name << ": " << m[0];
+    EXPECT_GE((planned - before_model) / planned, 0.35) << name << ": " << m[0];
     EXPECT_NEAR(measured / planned, 1.0, 0.15) << name << ": " << m[0];
     std::cout << name << ": " << m[0] << "\n";
   }
