@@ -1,21 +1,11 @@
 #include "plan/parallel_layout.h"
 
+#include "config/mesh_dimensions.h"
+
 #include <string>
 #include <vector>
 
 namespace fthost {
-
-namespace {
-
-void check_divides_data_parallel(const ft::ConfigNode& root, const char* key, int size, int data_parallel,
-                                 const std::string& why) {
-  if (size < 1) root.fail(key, "expected an integer >= 1");
-  if (data_parallel % size != 0)
-    root.fail(key, std::to_string(size) + " does not divide the " + std::to_string(data_parallel) +
-                       " data-parallel ranks of this run (its ranks / tensor_parallel_dim): " + why);
-}
-
-}  // namespace
 
 ParallelLayout read_parallel_layout(const ft::ConfigNode& root, const TrainingSettings& settings, int world,
                                     int nodes) {
@@ -25,16 +15,8 @@ ParallelLayout read_parallel_layout(const ft::ConfigNode& root, const TrainingSe
   layout.tensor = settings.tensor_parallel_dim;
   layout.context = settings.context_parallel_dim;
   layout.expert = settings.expert_parallel_dim;
-  if (layout.tensor < 1) root.fail("tensor_parallel_dim", "expected an integer >= 1");
-  if (world % layout.tensor != 0)
-    root.fail("tensor_parallel_dim", std::to_string(layout.tensor) + " does not divide the " + std::to_string(world) +
-                                         " ranks of this run: world size = data_parallel_replicate_dim x "
-                                         "data_parallel_shard_dim x tensor_parallel_dim");
+  check_mesh_dimensions(root, world, layout.tensor, layout.expert, layout.context);
   const int data_parallel = world / layout.tensor;
-  check_divides_data_parallel(root, "expert_parallel_dim", layout.expert, data_parallel,
-                              "each group of that many ranks splits the experts");
-  check_divides_data_parallel(root, "context_parallel_dim", layout.context, data_parallel,
-                              "each group of that many ranks splits the sequences");
 
   const ft::ConfigNode parallelism = root.table("parallelism");
   layout.strategy = parallelism.component();

@@ -1,5 +1,7 @@
 #include "train/device_mesh.h"
 
+#include "config/mesh_dimensions.h"
+
 #include <ft/errors.h>
 #include <ft/log.h>
 #include <ft/one_rank_group.h>
@@ -32,15 +34,8 @@ std::shared_ptr<ft::Collectives> one_group_per_coordinate(const ProcessGroups& g
   return mine;
 }
 
-DeviceMesh build_data_and_tensor_parallel(const ProcessGroups& groups, const ft::ConfigNode& root,
-                                          int tensor_parallel_size) {
+DeviceMesh build_data_and_tensor_parallel(const ProcessGroups& groups, int tensor_parallel_size) {
   const int world = groups.world->size();
-  if (tensor_parallel_size < 1) root.fail("tensor_parallel_dim", "expected an integer >= 1");
-  if (world % tensor_parallel_size != 0)
-    root.fail("tensor_parallel_dim",
-              std::to_string(tensor_parallel_size) + " does not divide the " + std::to_string(world) +
-                  " ranks of this run: world size = data_parallel_replicate_dim x data_parallel_shard_dim x "
-                  "tensor_parallel_dim");
   DeviceMesh mesh;
   mesh.tensor_parallel_size = tensor_parallel_size;
   if (tensor_parallel_size == 1) {
@@ -83,14 +78,10 @@ DeviceMesh build_data_and_tensor_parallel(const ProcessGroups& groups, const ft:
 
 // Groups of `size` consecutive data-parallel ranks (expert and context parallelism), each created
 // for every tensor-parallel coordinate; returns this rank's, nullptr when `size` is 1. `key`
-// names the setting in the refusals; `why` follows the refusal of a size that does not divide.
-std::shared_ptr<ft::Collectives> consecutive_data_parallel_group(const DeviceMesh& mesh, const ft::ConfigNode& root,
-                                                                 const char* key, int size, const std::string& why) {
+// names the setting in the error of a rank in none. `size` divides the data-parallel ranks
+// (check_mesh_dimensions).
+std::shared_ptr<ft::Collectives> consecutive_data_parallel_group(const DeviceMesh& mesh, const char* key, int size) {
   const int dp = mesh.data_parallel->size();
-  if (size < 1) root.fail(key, "expected an integer >= 1");
-  if (dp % size != 0)
-    root.fail(key, std::to_string(size) + " does not divide the " + std::to_string(dp) +
-                       " data-parallel ranks of this run (its ranks / tensor_parallel_dim): " + why);
   if (size == 1) return nullptr;
   std::shared_ptr<ft::Collectives> mine;
   for (int g = 0; g < dp / size; ++g) {
@@ -106,15 +97,11 @@ std::shared_ptr<ft::Collectives> consecutive_data_parallel_group(const DeviceMes
 
 DeviceMesh build_device_mesh(const ProcessGroups& groups, const ft::ConfigNode& root, int tensor_parallel_size,
                              int expert_parallel_size, int context_parallel_size) {
-  DeviceMesh mesh = build_data_and_tensor_parallel(groups, root, tensor_parallel_size);
-  mesh.expert_parallel = consecutive_data_parallel_group(
-      mesh, root, "expert_parallel_dim", expert_parallel_size,
-      "the experts are split over groups of expert_parallel_dim consecutive data-parallel ranks");
+  check_mesh_dimensions(root, groups.world->size(), tensor_parallel_size, expert_parallel_size, context_parallel_size);
+  DeviceMesh mesh = build_data_and_tensor_parallel(groups, tensor_parallel_size);
+  mesh.expert_parallel = consecutive_data_parallel_group(mesh, "expert_parallel_dim", expert_parallel_size);
   mesh.expert_parallel_size = expert_parallel_size;
-  mesh.context_parallel = consecutive_data_parallel_group(
-      mesh, root, "context_parallel_dim", context_parallel_size,
-      "world size = data_parallel_replicate_dim x data_parallel_shard_dim x context_parallel_dim x "
-      "tensor_parallel_dim");
+  mesh.context_parallel = consecutive_data_parallel_group(mesh, "context_parallel_dim", context_parallel_size);
   mesh.context_parallel_size = context_parallel_size;
   if (mesh.context_parallel && groups.world->rank() == 0)
     ft::log::info(
