@@ -25,27 +25,25 @@ double parse_byte_size(const std::string& text, const std::string& option, bool 
     throw ft::ConfigError("--" + option + " " + text + ": expected " + expected);
   std::string unit(end);
   while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(unit.begin());
-  static const std::array<std::pair<const char*, double>, 9> kUnits{{{"", 1.0},
-                                                                     {"B", 1.0},
-                                                                     {"KB", 1e3},
-                                                                     {"MB", 1e6},
-                                                                     {"GB", 1e9},
-                                                                     {"TB", 1e12},
-                                                                     {"KiB", 1024.0},
-                                                                     {"MiB", 1024.0 * 1024.0},
-                                                                     {"GiB", 1024.0 * 1024.0 * 1024.0}}};
+  constexpr double kKiB = 1024.0;
+  static const std::array<std::pair<const char*, double>, 10> kUnits{{{"", 1.0},
+                                                                      {"B", 1.0},
+                                                                      {"KB", 1e3},
+                                                                      {"MB", 1e6},
+                                                                      {"GB", 1e9},
+                                                                      {"TB", 1e12},
+                                                                      {"KiB", kKiB},
+                                                                      {"MiB", kKiB * kKiB},
+                                                                      {"GiB", kKiB * kKiB * kKiB},
+                                                                      {"TiB", kKiB * kKiB * kKiB * kKiB}}};
   for (const auto& [name, factor] : kUnits)
     if (unit == name) return number * factor;
-  if (unit == "TiB") return number * 1024.0 * 1024.0 * 1024.0 * 1024.0;
   throw ft::ConfigError("--" + option + " " + text + ": unknown unit \"" + unit + "\"; expected " + expected);
 }
 
 std::string format_bytes(double bytes) {
-  const double kib = 1024.0, mib = kib * 1024.0, gib = mib * 1024.0;
-  if (std::abs(bytes) >= gib) return fmt::format("{:.2f} GiB", bytes / gib);
-  if (std::abs(bytes) >= mib) return fmt::format("{:.1f} MiB", bytes / mib);
-  if (std::abs(bytes) >= kib) return fmt::format("{:.1f} KiB", bytes / kib);
-  return fmt::format("{:.0f} B", bytes);
+  const double mib = bytes / (1024.0 * 1024.0);
+  return mib < 1024 ? fmt::format("{:.1f} MiB", mib) : fmt::format("{:.2f} GiB", mib / 1024.0);
 }
 
 std::string format_rate(double bytes_per_second) {

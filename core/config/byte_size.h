@@ -10,7 +10,7 @@ namespace fthost {
 // accepted (and expected to mean bytes per second).
 double parse_byte_size(const std::string& text, const std::string& option, bool per_second = false);
 
-// "1.23 GiB", "512.0 MiB": for people reading a plan.
+// "512.0 MiB" below a GiB, "1.23 GiB" from there: for people reading a plan or a pre-flight report.
 std::string format_bytes(double bytes);
 // "450 GB/s", "1.5 GB/s": rates in the decimal units links and disks are sold in.
 std::string format_rate(double bytes_per_second);

@@ -1,5 +1,7 @@
 #include "config/preflight.h"
 
+#include "config/byte_size.h"
+#include "config/optimizer_state_size.h"
 #include "config/recipe_schema.h"
 
 #include <ft/checkpoint_files.h>
@@ -15,7 +17,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -94,25 +95,6 @@ std::optional<std::uint64_t> safetensors_values(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
-}
-
-std::string human_bytes(std::uint64_t bytes) {
-  char text[32];
-  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-  if (mib < 1024)
-    std::snprintf(text, sizeof text, "%.1f MiB", mib);
-  else
-    std::snprintf(text, sizeof text, "%.2f GiB", mib / 1024.0);
-  return text;
-}
-
-// Optimizer states per parameter in a checkpoint: Adam's two moments, SGD's momentum buffer.
-int optimizer_states(const ft::ConfigNode& root) {
-  if (!root.is_table("optimizer")) return 0;
-  const ft::ConfigNode optimizer = root.table("optimizer");
-  const std::string name = optimizer.component();
-  if (name.find("SGD") != std::string::npos) return optimizer.get<double>("momentum", 0.0) != 0.0 ? 1 : 0;
-  return 2;  // AdamW, Adam, and an upper bound for the rest
 }
 
 class Preflight {
@@ -213,7 +195,12 @@ class Preflight {
       values += *n;
     }
     const std::uint64_t bytes_per_value = settings_.dtype == c10::ScalarType::BFloat16 ? 2 : 4;
-    report_.checkpoint_bytes = values * bytes_per_value * static_cast<std::uint64_t>(1 + optimizer_states(root_));
+    // The weights and, where the run has an optimizer, its state.
+    const double state = root_.is_table("optimizer")
+                             ? optimizer_state_size(root_.table("optimizer"))
+                                   .bytes(static_cast<std::int64_t>(values), static_cast<int>(bytes_per_value))
+                             : 0.0;
+    report_.checkpoint_bytes = values * bytes_per_value + static_cast<std::uint64_t>(state);
   }
 
   void check_dataset_source(const ft::ConfigNode& table, const std::string& key) {
@@ -256,9 +243,9 @@ class Preflight {
     const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs_stats.f_bavail) * fs_stats.f_frsize;
     if (free_bytes < *report_.checkpoint_bytes)
       add(table, key,
-          "one checkpoint needs about " + human_bytes(*report_.checkpoint_bytes) +
+          "one checkpoint needs about " + format_bytes(static_cast<double>(*report_.checkpoint_bytes)) +
               " (the model's weights and optimizer state at the training dtype), and the filesystem of " +
-              shown(existing.string()) + " has " + human_bytes(free_bytes) + " free");
+              shown(existing.string()) + " has " + format_bytes(static_cast<double>(free_bytes)) + " free");
   }
 
   const ft::ConfigNode& root_;

@@ -6,8 +6,8 @@
 // of the step's phases, in the steady state (the optimizer state exists from the first step on).
 #pragma once
 
+#include "config/optimizer_state_size.h"
 #include "plan/model_outline.h"
-#include "plan/optimizer_state_size.h"
 
 #include <c10/core/ScalarType.h>
 

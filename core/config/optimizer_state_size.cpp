@@ -1,4 +1,4 @@
-#include "plan/optimizer_state_size.h"
+#include "config/optimizer_state_size.h"
 
 namespace fthost {
 

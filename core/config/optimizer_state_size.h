@@ -2,7 +2,8 @@
 // run's [optimizer] table with their own defaults: Adam / AdamW keep two moments in the
 // parameter's dtype (three with amsgrad), SGD its momentum buffer, bitsandbytes' 8-bit forms a
 // byte per moment plus a float32 absmax per block of 256 (float32 moments below min_8bit_size),
-// its 32-bit forms float32 moments.
+// its 32-bit forms float32 moments. What `fthost plan` counts per rank and the pre-flight check
+// counts in one checkpoint.
 #pragma once
 
 #include <ft/config.h>
