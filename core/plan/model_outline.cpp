@@ -101,7 +101,6 @@ ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& r
   const ft::nn::TransformerDecoderImpl& decoder = decoder_model->decoder();
   out.vocab_size = decoder.options.vocab_size;
   out.embed_dim = decoder.options.embed_dim;
-  out.max_seq_len = decoder.options.max_seq_len;
   out.checkpointable_layers = static_cast<std::int64_t>(decoder.layers.size());
   for (std::size_t i = 0; i < decoder.layers.size(); ++i)
     out.layers.push_back(outline_layer(*decoder.layers[i], out.embed_dim, "layers." + std::to_string(i)));

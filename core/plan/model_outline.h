@@ -53,7 +53,6 @@ struct ModelOutline {
   std::int64_t vocab_size = 0;   // the whole vocabulary
   std::int64_t local_vocab = 0;  // the logits' columns on this rank (loss parallel: a slice)
   std::int64_t embed_dim = 0;
-  std::int64_t max_seq_len = 0;
   std::int64_t parameters_total = 0;       // the whole model's, every rank's slices together
   double training_flops_per_position = 0;  // at `flops_seq_len` (ft::Model::training_flops_per_position)
   std::int64_t flops_seq_len = 0;

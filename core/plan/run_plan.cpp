@@ -1,18 +1,18 @@
 #include "plan/run_plan.h"
 
 #include "config/checked_config.h"
-#include "config/config_loader.h"
-#include "config/shipped_configs.h"
 #include "plan/device_peak_flops.h"
 
 #include <ft/loss.h>
+#include <ft/model.h>
 
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <fstream>
-#include <thread>
+#include <optional>
+#include <string>
 
 namespace fthost {
 
@@ -25,16 +25,11 @@ std::vector<bool> checkpointed_layers(const TrainingSettings& settings, std::int
   return settings.activation_checkpointing.layers(layers);
 }
 
-// The sequence length the plan assumes unless --seq-len gives one: the longest the config admits.
-std::pair<std::int64_t, std::string> default_seq_len(const ft::ConfigNode& root, const ModelOutline& model) {
-  if (root.is_table("tokenizer")) {
-    const ft::ConfigNode tokenizer = root.table("tokenizer");
-    if (tokenizer.has("max_seq_len")) {
-      const auto n = tokenizer.get<std::int64_t>("max_seq_len");
-      if (n > 0) return {n, "tokenizer.max_seq_len"};
-    }
-  }
-  return {model.max_seq_len, "the model's max_seq_len: the tokenizer sets none"};
+// The tokenizer's max_seq_len, where the config sets one.
+std::optional<std::int64_t> tokenizer_max_seq_len(const ft::ConfigNode& root) {
+  if (!root.is_table("tokenizer")) return std::nullopt;
+  const auto n = root.table("tokenizer").get<std::int64_t>("max_seq_len", 0);
+  return n > 0 ? std::optional<std::int64_t>(n) : std::nullopt;
 }
 
 double physical_memory_bytes() {
@@ -85,31 +80,37 @@ RunPlan plan_run(const ft::Registry& registry, const ft::ConfigNode& root, const
 RunPlan plan_invocation(const Invocation& inv, bool with_step) {
   const PlanOptions& where = inv.plan;
   const int world = where.nproc_per_node * where.nnodes;
-  Invocation planned = inv;
   // A GPU run planned by a build without CUDA: loaded as a CPU run, planned as the GPU's.
   bool on_gpu = !where.device.empty();
-  {
-    auto doc = load_config_file(resolve_config_argument(inv.config_path));
-    apply_overrides(*doc, inv.args);
-    const std::string device = ft::detail::root_node(doc).get<std::string>("device", "cpu");
-    if (device.rfind("cuda", 0) == 0) {
-      on_gpu = true;
-      if (!FT_WITH_CUDA) planned.args.push_back("device=cpu");
-    }
-  }
+  const auto plan_cuda_on_this_build = [&on_gpu](ft::detail::ConfigDocument& doc) {
+    const toml::node* device = doc.find("device");
+    const std::optional<std::string> name = device ? device->value<std::string>() : std::nullopt;
+    if (!name || name->rfind("cuda", 0) != 0) return;
+    on_gpu = true;
+    if (!FT_WITH_CUDA) doc.root().insert_or_assign("device", "cpu");
+  };
   const CheckedConfig checked =
-      load_checked_config_for_world(planned, PluginLoader(PluginLoader::Manifests::Ignore), world);
+      load_checked_config_for_world(inv, PluginLoader(PluginLoader::Manifests::Ignore), world, plan_cuda_on_this_build);
   const TrainingSettings& settings = checked.settings;
   const double runtime = on_gpu ? kCudaContextBytes : resident_bytes();
 
-  // The sequence length: --seq-len, else the longest the config admits (the model is outlined
-  // once more only when the first outline had to be read for its max_seq_len).
+  // The sequence length: --seq-len, else the longest the config admits: the tokenizer's
+  // max_seq_len, else the model's (read from the model itself, built on the meta device).
   std::int64_t seq_len = where.seq_len.value_or(0);
   std::string seq_source = where.seq_len_source;
   if (seq_len == 0) {
-    const RunPlan probe = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes,
-                                   settings.batch_size, 1, runtime, on_gpu);
-    std::tie(seq_len, seq_source) = default_seq_len(checked.root, probe.model);
+    if (const auto tokenizer = tokenizer_max_seq_len(checked.root)) {
+      seq_len = *tokenizer;
+      seq_source = "tokenizer.max_seq_len";
+    } else {
+      seq_len = checked.plugins.registry()
+                    .instantiate<ft::Model>(checked.root.table("model"),
+                                            {settings.dtype, c10::Device(c10::DeviceType::Meta), 0})
+                    ->max_seq_len();
+      seq_source = "the model's max_seq_len: the tokenizer sets none";
+      if (seq_len <= 0)
+        throw ft::ConfigError("fthost plan: neither the tokenizer nor the model sets a max_seq_len; give --seq-len");
+    }
   }
   RunPlan plan = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes, settings.batch_size,
                           seq_len, runtime, on_gpu);

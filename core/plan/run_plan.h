@@ -4,10 +4,10 @@
 #pragma once
 
 #include "config/invocation.h"
+#include "config/optimizer_state_size.h"
 #include "config/training_settings.h"
 #include "plan/memory_plan.h"
 #include "plan/model_outline.h"
-#include "plan/optimizer_state_size.h"
 #include "plan/parallel_layout.h"
 #include "plan/step_estimate.h"
 
