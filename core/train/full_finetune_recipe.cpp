@@ -371,7 +371,6 @@ FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
     progress_ = std::make_unique<ProgressLine>(stdout, total_steps_, ProgressLine::is_terminal(stdout), options);
   }
   if (profiler_) profiler_->start();
-  first_step_of_process_ = global_step_;
   const auto accumulation = static_cast<std::size_t>(s_.gradient_accumulation_steps);
   for (std::int64_t epoch = first_epoch_; epoch < s_.epochs; ++epoch) {
     loader_->start_epoch(epoch, epoch == first_epoch_ ? resumed_micro_batches_ : 0,
@@ -381,8 +380,8 @@ FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
       ++global_step_;
       log_step(epoch, totals);
       if (memory_check_)
-        memory_check_->after_step(global_step_ - first_step_of_process_, total_steps_ - first_step_of_process_,
-                                  s_.batch_size, totals.seq_len, registry_, root_, s_, env_);
+        memory_check_->after_step(global_step_ == total_steps_, s_.batch_size, totals.seq_len, registry_, root_, s_,
+                                  env_);
       const bool saved = save_if_due(epoch);
       if (totals.stop_requested && global_step_ < total_steps_) {
         save_stop_step(epoch, saved);

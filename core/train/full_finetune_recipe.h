@@ -160,8 +160,7 @@ class FullFinetuneRecipe {
   std::unique_ptr<ProgressLine> progress_;
   std::unique_ptr<ModelFlops> model_flops_;           // rank 0, which logs
   std::unique_ptr<PlannedMemoryCheck> memory_check_;  // rank 0: the memory plan beside the measured peak
-  std::int64_t first_step_of_process_ = 0;
-  std::unique_ptr<ValidationLoop> validation_;  // when dataset_val is configured
+  std::unique_ptr<ValidationLoop> validation_;        // when dataset_val is configured
 
   // Where the loop stands.
   std::int64_t steps_per_epoch_ = 0;

@@ -13,11 +13,11 @@ namespace fthost {
 PlannedMemoryCheck::PlannedMemoryCheck(const c10::Device& device)
     : runtime_(device.is_cuda() ? 0.0 : resident_bytes()) {}
 
-void PlannedMemoryCheck::after_step(std::int64_t step, std::int64_t total_steps, std::int64_t rows,
-                                    std::int64_t seq_len, const ft::Registry& registry, const ft::ConfigNode& root,
+void PlannedMemoryCheck::after_step(bool last_step, std::int64_t rows, std::int64_t seq_len,
+                                    const ft::Registry& registry, const ft::ConfigNode& root,
                                     const TrainingSettings& settings, const DistributedEnvironment& env) {
-  if (logged_ || (step < 2 && step < total_steps)) return;
-  logged_ = true;
+  ++steps_;
+  if (steps_ != 2 && !(steps_ == 1 && last_step)) return;
   const double measured = peak_memory_bytes(settings.device);
   try {
     const int nodes = std::max(1, env.world_size / std::max(1, env.local_world_size));
@@ -27,7 +27,7 @@ void PlannedMemoryCheck::after_step(std::int64_t step, std::int64_t total_steps,
         "memory: planned peak {} per rank ({}; {} of it the process before the model), measured {} ({}) "
         "after step {}: {:.2f}x the plan",
         format_bytes(plan.memory.peak), plan.memory.peak_phase, format_bytes(runtime_), format_bytes(measured),
-        settings.device.is_cuda() ? "the CUDA caching allocator's peak" : "peak resident set", step,
+        settings.device.is_cuda() ? "the CUDA caching allocator's peak" : "peak resident set", steps_,
         measured / plan.memory.peak);
   } catch (const std::exception& e) {
     // The plan is a report: a model or strategy it cannot count never stops the training.

@@ -20,15 +20,14 @@ class PlannedMemoryCheck {
  public:
   // Call before the model is built.
   explicit PlannedMemoryCheck(const c10::Device& device);
-  // After optimizer step `step` (1-based) of `total_steps`, whose longest micro-batch had
-  // `rows` x `seq_len` tokens before any context-parallel split.
-  void after_step(std::int64_t step, std::int64_t total_steps, std::int64_t rows, std::int64_t seq_len,
-                  const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
-                  const DistributedEnvironment& env);
+  // After each optimizer step of this process; `last_step`: the run ends with it. The step's
+  // longest micro-batch had `rows` x `seq_len` tokens before any context-parallel split.
+  void after_step(bool last_step, std::int64_t rows, std::int64_t seq_len, const ft::Registry& registry,
+                  const ft::ConfigNode& root, const TrainingSettings& settings, const DistributedEnvironment& env);
 
  private:
   double runtime_ = 0;
-  bool logged_ = false;
+  std::int64_t steps_ = 0;  // optimizer steps this process has run
 };
 
 }  // namespace fthost
