@@ -312,18 +312,11 @@ std::pair<std::int64_t, std::size_t> longest_training_sample(const ft::Registry&
     throw ft::ConfigError("--seq-len data: the config names no dataset ([dataset] or [[dataset]])");
   const std::shared_ptr<ft::Tokenizer> tokenizer = build_tokenizer(registry, root);
   const std::shared_ptr<ft::Dataset> dataset = build_dataset(registry, root, tokenizer);
-  const std::size_t size = dataset->size();
-  std::int64_t longest = 0;
-  Progress progress(size);
-  DataLoader loader(dataset, nullptr, in_dataset_order(kScanBatch, settings.num_workers));
-  loader.start_epoch(0);
-  for (std::size_t i = 0; i < size; i += kScanBatch) {
-    for (const auto& sample : loader.next().samples)
-      longest = std::max(longest, static_cast<std::int64_t>(sample.tokens.size()));
-    progress.update(std::min(size, i + kScanBatch));
-  }
-  progress.finish();
-  return {longest, size};
+  // Samples or packs as the run trains on them; none shown, so no collate.
+  const Totals totals = scan_samples(dataset, nullptr, datasets_packed(root), /*shown=*/0, settings.num_workers,
+                                     DataViewOptions{}, ft::kIgnoreIndex, tokenizer.get(), /*colour=*/false);
+  const auto longest = std::max_element(totals.lengths.begin(), totals.lengths.end());
+  return {longest == totals.lengths.end() ? 0 : *longest, totals.lengths.size()};
 }
 
 int show_data(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
