@@ -10,54 +10,17 @@ rank (median over steps 2-6), the peak resident set and the memory plan's ratio 
 logged after step 2). Prints medians and the jemalloc / glibc ratios.
 """
 import argparse
-import json
 import pathlib
-import random
 import re
 import statistics
 import subprocess
 import tempfile
 
+from run import random_token_data  # bench/run.py, beside this file
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 JEMALLOC = ROOT / "build" / "bin" / "fthost"
-
-CONFIG = """seed = 0
-epochs = 1
-max_steps_per_epoch = 6
-batch_size = 2
-dtype = "fp32"
-device = "cpu"
-log_peak_memory_stats = true
-
-[model]
-_component_ = "torchtune.models.llama3.llama3"
-vocab_size = 16384
-num_layers = 6
-num_heads = 8
-num_kv_heads = 4
-embed_dim = 512
-intermediate_dim = 1536
-max_seq_len = 512
-
-[checkpointer]
-_component_ = "torchtune.training.FullModelHFCheckpointer"
-checkpoint_dir = ""
-model_type = "LLAMA3"
-output_dir = "${output_dir}"
-
-[dataset]
-_component_ = "fthost.datasets.tokenized_jsonl"
-
-[loss]
-_component_ = "torchtune.modules.loss.CEWithChunkedOutputLoss"
-
-[optimizer]
-_component_ = "torch.optim.AdamW"
-lr = 1e-4
-
-[metric_logger]
-_component_ = "torchtune.training.metric_logging.StdoutLogger"
-"""
+CONFIG = ROOT / "bench" / "configs" / "llama_36m.toml"
 
 LAYOUTS = {
     "1 rank fp32": [],
@@ -67,8 +30,9 @@ LAYOUTS = {
 
 
 def run(binary, layout, work):
-    out = subprocess.run([str(binary), *layout, "--config", str(work / "run.toml"),
-                          f"dataset.source={work / 'data.jsonl'}", f"output_dir={work / 'out'}"],
+    out = subprocess.run([str(binary), *layout, "--config", str(CONFIG), "max_steps_per_epoch=6",
+                          "log_peak_memory_stats=true", f"dataset.source={work / 'data.jsonl'}",
+                          f"output_dir={work / 'out'}"],
                          capture_output=True, text=True, check=True).stdout
     rates = [float(x) for x in re.findall(r"tokens_per_second_per_gpu:([0-9.]+)", out)][1:]
     rss = max(float(x) for x in re.findall(r"peak_memory_rss:([0-9.]+)", out))
@@ -83,12 +47,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        (work / "run.toml").write_text(CONFIG)
-        rng = random.Random(0)
-        with (work / "data.jsonl").open("w") as f:
-            for _ in range(64):
-                ids = [rng.randrange(4, 16000) for _ in range(512)]
-                f.write(json.dumps({"tokens": ids, "labels": ids}) + "\n")
+        random_token_data(work / "data.jsonl", samples=64, seq_len=512, vocab=16384)
         print(f"{'layout':36} {'allocator':9} {'tokens/s':>9} {'peak RSS GiB':>13} {'measured/plan':>14}")
         for name, layout in LAYOUTS.items():
             results = {"jemalloc": [], "glibc": []}

@@ -1,0 +1,56 @@
+// What the memory plan's calibration tests share (the CPU one, tests/unit/plan_calibration_test.cpp,
+// and the CUDA one, tests/gpu/plan_calibration_cuda_test.cpp): the model they train
+// (bench/configs/llama_36m.toml, with overrides), its random token data, and the run's log line
+// that puts the plan beside the measured peak.
+#pragma once
+
+#include "test_helpers.h"
+
+#include <fstream>
+#include <optional>
+#include <random>
+#include <regex>
+#include <string>
+
+namespace fttest::plan_calibration {
+
+inline std::string config() { return std::string(FT_SOURCE_DIR) + "/bench/configs/llama_36m.toml"; }
+
+// `samples` rows of `seq_len` token ids drawn from [4, max_id], trained on whole (labels = tokens),
+// as fthost.datasets.tokenized_jsonl reads them: every micro-batch is full length, no padding.
+inline void write_random_tokens(const std::string& path, int samples, int seq_len, int max_id) {
+  std::mt19937 draw(7);
+  std::uniform_int_distribution<int> token(4, max_id);
+  std::ofstream data(path);
+  for (int s = 0; s < samples; ++s) {
+    std::string ids;
+    for (int i = 0; i < seq_len; ++i) ids += (i ? "," : "") + std::to_string(token(draw));
+    data << "{\"tokens\":[" << ids << "],\"labels\":[" << ids << "]}\n";
+  }
+}
+
+// The run's `memory: planned peak ... measured ...` line, in bytes.
+struct PlannedAgainstMeasured {
+  double planned = 0;
+  double before_model = 0;  // the process's own share, part of `planned`
+  double measured = 0;
+  std::string line;
+};
+
+inline double bytes_of(const std::string& number, const std::string& unit) {
+  const double n = std::stod(number);
+  return unit == "GiB" ? n * 1024 * 1024 * 1024 : n * 1024 * 1024;
+}
+
+// nullopt when the run logged no such line after its second step.
+inline std::optional<PlannedAgainstMeasured> planned_against_measured(const std::string& output) {
+  static const std::regex line(
+      R"(memory: planned peak ([0-9.]+) (GiB|MiB) per rank \(([^;]+); ([0-9.]+) (GiB|MiB) of it the process before )"
+      R"(the model\), measured ([0-9.]+) (GiB|MiB) \((peak resident set|the CUDA caching allocator's peak)\) )"
+      R"(after step 2)");
+  std::smatch m;
+  if (!std::regex_search(output, m, line)) return std::nullopt;
+  return PlannedAgainstMeasured{bytes_of(m[1], m[2]), bytes_of(m[4], m[5]), bytes_of(m[6], m[7]), m[0]};
+}
+
+}  // namespace fttest::plan_calibration
