@@ -1,5 +1,7 @@
 #include "plugin_host/plugin_manifest.h"
 
+#include "plugin_host/elf_build_id.h"
+
 #include <ft/durable_files.h>
 #include <ft/errors.h>
 #include <ft/plugin.h>
@@ -27,18 +29,17 @@ struct Mismatch {
 };
 
 // Bumped when the manifest's layout changes; another number means "not a manifest I read".
-constexpr int kManifestFormat = 1;
+constexpr int kManifestFormat = 2;
 
-// Seconds, not nanoseconds: `cmake --install` copies a library's modification time to the second.
-struct LibraryStamp {
-  std::uint64_t size = 0;
-  std::int64_t mtime_s = 0;
-};
-
-LibraryStamp stamp_of(const std::string& path) {
+// Which library a manifest describes: its GNU build ID where the linker wrote one (it survives
+// strip, an install's RPATH rewrite and a wheel's unpacking, none of which change the code), else
+// its size and modification time in seconds (`cmake --install` copies that to the second).
+json library_identity(const std::string& path) {
+  std::string build_id = elf_build_id(path);
+  if (!build_id.empty()) return {{"build_id", build_id}};
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw ft::Error(path + ": " + ft::errno_text(errno));
-  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::int64_t>(st.st_mtim.tv_sec)};
+  return {{"size", static_cast<std::uint64_t>(st.st_size)}, {"mtime_s", static_cast<std::int64_t>(st.st_mtim.tv_sec)}};
 }
 
 json fingerprint_json(const ft::BuildFingerprint& fp) {
@@ -147,7 +148,6 @@ void expect(bool condition, const std::string& why) {
 std::string manifest_path(const std::string& library) { return library + ".manifest.json"; }
 
 void write_plugin_manifest(const std::string& library, const LoadedPlugin& plugin, const ft::Registry& components_of) {
-  const LibraryStamp stamp = stamp_of(library);
   json components = json::array();
   for (const auto* c : components_of.list())
     components.push_back({{"name", c->name},
@@ -160,9 +160,7 @@ void write_plugin_manifest(const std::string& library, const LoadedPlugin& plugi
       {"host_abi", {FT_ABI_MAJOR, FT_ABI_MINOR}},
       {"fingerprint", fingerprint_json(ft::this_build_fingerprint())},
       {"library",
-       {{"file", boost::filesystem::path(library).filename().string()},
-        {"size", stamp.size},
-        {"mtime_s", stamp.mtime_s}}},
+       {{"file", boost::filesystem::path(library).filename().string()}, {"identity", library_identity(library)}}},
       {"plugin", {{"name", plugin.name}, {"version", plugin.version}, {"abi", {plugin.abi_major, plugin.abi_minor}}}},
       {"components", components}};
   std::string text;
@@ -188,11 +186,10 @@ std::optional<DescribedPlugin> read_plugin_manifest(const std::string& library, 
     expect(j.at("host_abi") == json{FT_ABI_MAJOR, FT_ABI_MINOR}, "manifest written by a host of another plugin ABI");
     expect(j.at("fingerprint") == fingerprint_json(ft::this_build_fingerprint()),
            "manifest written by a host of another build fingerprint");
-    const LibraryStamp stamp = stamp_of(library);
     const json& lib = j.at("library");
     expect(lib.at("file") == boost::filesystem::path(library).filename().string(), "manifest of another library");
-    expect(lib.at("size") == stamp.size && lib.at("mtime_s") == stamp.mtime_s,
-           "the library changed since its manifest was written (size or modification time)");
+    expect(lib.at("identity") == library_identity(library),
+           "the library changed since its manifest was written (build ID, or size and modification time)");
     const json& info = j.at("plugin");
     const auto abi = info.at("abi").get<std::vector<std::uint32_t>>();
     expect(abi.size() == 2 && abi[0] == FT_ABI_MAJOR && abi[1] <= FT_ABI_MINOR, "plugin of another ABI");

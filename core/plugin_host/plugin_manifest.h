@@ -4,11 +4,11 @@
 //
 // `fthost plugins --write-manifest LIB` (run by fthost_add_plugin after each link) loads LIB
 // as training would and writes LIB.manifest.json: the plugin's name, version and ABI; the ABI
-// and build fingerprint of the host that wrote it; LIB's file name, size and modification time
-// (in seconds);
-// and every component: name, kind, summary, capabilities and schema (each key's type, whether
-// it is required, its default and its help). A manifest is used only while all of these match
-// LIB and this host; otherwise the host loads LIB and checks it as before.
+// and build fingerprint of the host that wrote it; LIB's file name and identity (its GNU build
+// ID, which strip, an install and a wheel's unpacking keep; without one, its size and
+// modification time in seconds); and every component: name, kind, summary, capabilities and schema (each key's type,
+// whether it is required, its default and its help). A manifest is used only while all of these match LIB and this
+// host; otherwise the host loads LIB and checks it as before.
 #pragma once
 
 #include "plugin_host/loaded_plugin.h"

@@ -1,8 +1,9 @@
 // Plugin manifests (core/plugin_host/plugin_manifest.h): the registry a manifest describes is the one
 // loading the library registers, field by field and as `fthost ls -v` prints it; a manifest
-// that no longer matches its library is ignored and the library loaded.
+// that no longer matches its library (another build ID) is ignored and the library loaded.
 #include "plugin_host/plugin_manifest.h"
 #include "cli/commands.h"
+#include "plugin_host/elf_build_id.h"
 #include "plugin_host/plugin_loader.h"
 #include "test_helpers.h"
 
@@ -111,13 +112,8 @@ struct PluginCopy {
     loader.load_all({{library, "--plugin-dir"}});
     return loader;
   }
-  std::int64_t recorded_mtime_s() const {
-    return nlohmann::json::parse(fttest::read_file(fthost::manifest_path(library)))["library"]["mtime_s"];
-  }
-  void set_mtime_s(std::int64_t seconds) const {
-    const timespec t{static_cast<time_t>(seconds), 0};
-    const timespec times[2] = {t, t};
-    ASSERT_EQ(::utimensat(AT_FDCWD, library.c_str(), times, 0), 0);
+  nlohmann::json recorded_identity() const {
+    return nlohmann::json::parse(fttest::read_file(fthost::manifest_path(library)))["library"]["identity"];
   }
 };
 
@@ -140,17 +136,42 @@ TEST(PluginManifest, CurrentManifestIsUsed) {
   EXPECT_NE(loader.registry().find("torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup"), nullptr);
 }
 
-TEST(PluginManifest, LibraryNewerThanItsManifestIsLoaded) {
+TEST(PluginManifest, RelinkedLibraryIsLoaded) {
   PluginCopy copy;
-  copy.set_mtime_s(copy.recorded_mtime_s() + 1);
+  // Another link writes another build ID: change the recorded one's first byte in the library.
+  const std::string id = copy.recorded_identity().at("build_id");
+  std::string bytes = fttest::read_file(copy.library);
+  std::string binary_id;
+  for (std::size_t i = 0; i + 1 < id.size(); i += 2)
+    binary_id += static_cast<char>(std::stoi(id.substr(i, 2), nullptr, 16));
+  const auto at = bytes.find(binary_id);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
+  std::ofstream(copy.library, std::ios::binary | std::ios::trunc) << bytes;
   expect_loaded_from_library(copy.load());
 }
 
-TEST(PluginManifest, LibraryOfAnotherSizeIsLoaded) {
+// strip, an install's RPATH rewrite and a wheel's unpacking change the size and modification
+// time, not the code: the manifest still describes the library.
+TEST(PluginManifest, LibraryOfTheSameBuildIdKeepsItsManifestThroughInstallAndStrip) {
   PluginCopy copy;
   std::ofstream(copy.library, std::ios::app | std::ios::binary) << '\0';  // data after the ELF image: still loads
-  copy.set_mtime_s(copy.recorded_mtime_s());                              // only the size differs
-  expect_loaded_from_library(copy.load());
+  const timespec later{::time(nullptr) + 3600, 0};
+  const timespec times[2] = {later, later};
+  ASSERT_EQ(::utimensat(AT_FDCWD, copy.library.c_str(), times, 0), 0);
+  const auto loader = copy.load();
+  ASSERT_EQ(loader.plugins().size(), 1u);
+  EXPECT_TRUE(loader.plugins()[0].from_manifest);
+}
+
+TEST(PluginManifest, BuildIdIsTheOneReadelfReads) {
+  PluginCopy copy;
+  const auto r = fttest::run_shell("readelf -n " + copy.library);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string id = copy.recorded_identity().at("build_id");
+  EXPECT_FALSE(id.empty());
+  EXPECT_NE(r.output.find("Build ID: " + id + "\n"), std::string::npos) << r.output;
+  EXPECT_EQ(fthost::elf_build_id(copy.dir.file("libft_schedulers.so.manifest.json")), "");  // not ELF
 }
 
 TEST(PluginManifest, ManifestOfAnotherHostAbiIsIgnored) {
