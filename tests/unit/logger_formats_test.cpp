@@ -5,6 +5,7 @@
 #include "crc32c.h"
 #include "logger_test_support.h"
 #include "protobuf_writer.h"
+#include "python_str.h"
 #include "tfrecord_writer.h"
 #include "wandb_records.h"
 #include "wandb_transaction_log.h"
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -27,6 +29,43 @@ std::string random_bytes(std::size_t n, std::uint32_t seed) {
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng() & 0xFF);
   return s;
+}
+
+// Expected texts are Python 3.11's repr() of the same values (what MLflow's file store writes for a
+// metric and torchtune's loggers send for a config value).
+TEST(PythonStr, FloatsAsPythonsReprSpellsThem) {
+  const std::vector<std::pair<double, std::string>> cases = {{3.0, "3.0"},
+                                                             {1e-05, "1e-05"},
+                                                             {2e-05, "2e-05"},
+                                                             {0.1, "0.1"},
+                                                             {1e+16, "1e+16"},
+                                                             {1000000000000000.0, "1000000000000000.0"},
+                                                             {123456789.0, "123456789.0"},
+                                                             {0.00015, "0.00015"},
+                                                             {0.0001, "0.0001"},
+                                                             {-0.0, "-0.0"},
+                                                             {1.5, "1.5"},
+                                                             {0.003, "0.003"},
+                                                             {2.5e-05, "2.5e-05"},
+                                                             {1.0 / 3.0, "0.3333333333333333"},
+                                                             {5e-324, "5e-324"},
+                                                             {1.7976931348623157e+308, "1.7976931348623157e+308"},
+                                                             {12345678901234567.0, "1.2345678901234568e+16"},
+                                                             {HUGE_VAL, "inf"},
+                                                             {-HUGE_VAL, "-inf"},
+                                                             {std::nan(""), "nan"}};
+  for (const auto& [value, text] : cases) EXPECT_EQ(ft_loggers::python_float_str(value), text) << text;
+}
+
+TEST(PythonStr, StringsAsPythonsReprQuotesThem) {
+  EXPECT_EQ(ft_loggers::python_string_repr("a'b"), "\"a'b\"");
+  EXPECT_EQ(ft_loggers::python_string_repr("a\"b"), "'a\"b'");
+  EXPECT_EQ(ft_loggers::python_string_repr("a'b\"c"), "'a\\'b\"c'");
+  EXPECT_EQ(ft_loggers::python_string_repr("x\ny"), "'x\\ny'");
+  EXPECT_EQ(ft_loggers::python_string_repr("tab\t"), "'tab\\t'");
+  EXPECT_EQ(ft_loggers::python_string_repr("back\\slash"), "'back\\\\slash'");
+  EXPECT_EQ(ft_loggers::python_string_repr("\xc3\xbcn\xc3\xaf"), "'\xc3\xbcn\xc3\xaf'");
+  EXPECT_EQ(ft_loggers::python_list_repr({"1", "'a'"}), "[1, 'a']");
 }
 
 TEST(Crc32c, PublishedCheckValues) {

@@ -20,4 +20,14 @@ std::vector<std::pair<std::string, std::string>> config_items_as_json(const ft::
 // their JSON text, since the HParams tab takes numbers, bools and strings only.
 std::vector<HParam> config_leaves_as_hparams(const ft::ConfigNode& table);
 
+// Every leaf under `table` as (dotted.key, Python's str() of its value): torchtune's flatten_dict
+// of the resolved config, as its MLflow logger logs the parameters. Arrays stay whole ("[1, 2]",
+// "['a', 'b']"), arrays of tables as lists of dicts.
+std::vector<std::pair<std::string, std::string>> config_leaves_as_python_str(const ft::ConfigNode& table);
+
+// Every leaf under `table` as (keys joined by `separator`, JSON text of its value): comet_ml's
+// flattening of nested parameters ("|"). Arrays stay whole, arrays of tables as arrays of objects.
+std::vector<std::pair<std::string, std::string>> config_leaves_as_json(const ft::ConfigNode& table,
+                                                                       const std::string& separator);
+
 }  // namespace ft_loggers
