@@ -7,7 +7,11 @@
 #   bash scripts/setup.sh                    build and run
 #   bash scripts/setup.sh --with-references  also the reference implementations the tests'
 #                                            golden trajectories are made with (torchtune,
-#                                            transformers: scripts/reference-requirements.txt)
+#                                            transformers: scripts/reference-requirements.txt), and
+#                                            the logging services' packages the logger tests
+#                                            read runs back with (mlflow, comet_ml:
+#                                            scripts/logger-reference-requirements.txt, in
+#                                            their own environment .venv-loggers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +23,9 @@ packages=(
   libpcre2-dev libsentencepiece-dev libicu-dev
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
   libjemalloc-dev  # the fthost executable's allocator (core/CMakeLists.txt, docs/plan.md)
+  libzip-dev  # the Comet logger's offline experiment archive (plugins/loggers/comet)
+  libcurl4-openssl-dev  # the MLflow logger's tracking-server client (plugins/loggers/formats/http_client.h)
+  unzip  # tests/install/wheel_test.sh reads the wheel's listing
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   iproute2  # `ip netns`: tests/multinode's simulated hosts
   clang-format-14 clang-tidy-14  # scripts/check_format.sh, scripts/check_tidy.sh (CI)
@@ -73,5 +80,15 @@ if ((with_references)); then
     echo "setup: installing $references into $venv (torchtune, transformers: the tests' golden references)"
     "$venv/bin/python" -m pip install --progress-bar off -r "$references"
     "$venv/bin/python" scripts/check_requirements.py "$references" --verbose
+  fi
+  loggers_venv=.venv-loggers
+  loggers=scripts/logger-reference-requirements.txt
+  [[ -x "$loggers_venv/bin/python" ]] || python3 -m venv "$loggers_venv"
+  if "$loggers_venv/bin/python" scripts/check_requirements.py "$loggers"; then
+    echo "setup: $loggers_venv has every pinned logger reference package ($loggers)"
+  else
+    echo "setup: installing $loggers into $loggers_venv (mlflow, comet_ml: the logger tests' readers)"
+    "$loggers_venv/bin/python" -m pip install --progress-bar off -r "$loggers"
+    "$loggers_venv/bin/python" scripts/check_requirements.py "$loggers" --verbose
   fi
 fi
