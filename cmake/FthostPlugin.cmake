@@ -23,8 +23,9 @@ function(fthost_add_plugin name)
     VISIBILITY_INLINES_HIDDEN ON)
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
-  elseif(DEFINED FTHOST_PLUGIN_OUTPUT_DIR)
+  elseif(DEFINED FTHOST_PLUGIN_OUTPUT_DIR)  # in-tree, a shipped plugin: cmake/FthostInstall.cmake installs it
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${FTHOST_PLUGIN_OUTPUT_DIR}")
+    set_property(GLOBAL APPEND PROPERTY FTHOST_SHIPPED_PLUGINS ${name})
   endif()
   if(NOT ARG_NO_MANIFEST)
     if(TARGET fthost)  # in-tree

@@ -5,7 +5,13 @@
 #   Torch_DIR      set by hand to bypass the lookup
 # The lookup itself (pinned to the wheel, fmt ordered before it) is FthostLibTorch.cmake, which
 # the installed SDK package uses too.
-set(FTHOST_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
+# `pip wheel .` (scikit-build-core) builds against the PyTorch of the interpreter running pip.
+if(SKBUILD AND Python_EXECUTABLE)
+  set(fthost_default_python "${Python_EXECUTABLE}")
+else()
+  set(fthost_default_python "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+endif()
+set(FTHOST_PYTHON "${fthost_default_python}" CACHE FILEPATH
     "Python interpreter whose PyTorch provides LibTorch")
 set(FTHOST_MIN_TORCH_VERSION 2.11)
 
