@@ -34,12 +34,12 @@ HttpResponse send_http(const HttpRequest& request) {
   init_curl_once();
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) throw HttpTransportError(request.url + ": libcurl could not start a request");
+  // curl_slist_append returns the list's head, the same pointer once the list exists.
   std::unique_ptr<curl_slist, HeaderListDeleter> headers;
   for (const auto& header : request.headers) {
-    curl_slist* grown = curl_slist_append(headers.get(), header.c_str());
-    if (!grown) throw HttpTransportError(request.url + ": libcurl could not add a header");
-    headers.release();
-    headers.reset(grown);
+    curl_slist* head = curl_slist_append(headers.get(), header.c_str());
+    if (!head) throw HttpTransportError(request.url + ": libcurl could not add a header");
+    if (!headers) headers.reset(head);
   }
   HttpResponse response;
   char error[CURL_ERROR_SIZE] = {};
