@@ -6,7 +6,8 @@ command-line overrides, and mlflow's own client reads the run back:
   - from a real `mlflow server` on loopback with a SQLite backend, through its REST API;
   - after a second invocation continues the run (run_id);
   - through a proxy that answers 503 once mid-run (the run goes on, warns once, and sends what it
-    kept when the server answers again).
+    kept when the server answers again), and through one that never answers again (the run
+    succeeds and leaves the log-batch bodies it could not send, which complete the run).
 Every metric equals, step for step, what the disk logger writes for the same run; the params are
 torchtune's flatten_dict of the effective config (config.effective.toml), each value's str(); the
 tags are those mlflow.start_run gives. An unreachable server stops the run at start, naming the
@@ -162,6 +163,20 @@ class FlakyHandler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = forward
 
 
+def run_through_proxy(uri, first, last, name):
+    """The demo logging to `uri` through a FlakyProxy; its output directory and output."""
+    proxy = FlakyProxy(uri, first, last)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    out = WORK / f"{name}_run"
+    try:
+        _, output = fthost(f"output_dir={out}", *MLFLOW,
+                           f"metric_logger.tracking_uri=http://127.0.0.1:{proxy.server_address[1]}",
+                           f"metric_logger.experiment_name=fthost-{name}")
+    finally:
+        proxy.shutdown()
+    return out, output
+
+
 def main():
     reference = disk_reference()
     check(set(DETERMINISTIC) <= set(reference), f"the disk logger wrote {sorted(reference)}")
@@ -207,13 +222,7 @@ def main():
 
         # Lost mid-run: log-batch call 3 gets 503 (the params are call 1, step 1 call 2). What the run
         # logs after it is kept (the next attempt waits 30 s) and sent at the end, by the close.
-        proxy = FlakyProxy(uri, 3, 3)
-        threading.Thread(target=proxy.serve_forever, daemon=True).start()
-        out = WORK / "flaky_run"
-        _, output = fthost(f"output_dir={out}", *MLFLOW,
-                           f"metric_logger.tracking_uri=http://127.0.0.1:{proxy.server_address[1]}",
-                           "metric_logger.experiment_name=fthost-flaky")
-        proxy.shutdown()
+        out, output = run_through_proxy(uri, 3, 3, "flaky")
         warnings = [line for line in output.splitlines() if "The run goes on" in line]
         check(len(warnings) == 1, f"{len(warnings)} warnings about the lost server:\n{output}")
         check("answers again" in output, f"no word of the server answering again:\n{output}")
@@ -221,6 +230,20 @@ def main():
         check_run(client, runs[0], out, reference)
         check(not list(out.glob("mlflow_unsent_*.jsonl")), "the kept metrics' file stayed after they were sent")
         print("mlflow test: a server lost mid-run cost one warning and no metric")
+
+        # Lost for good from log-batch call 3: the run still succeeds, and the file it leaves holds
+        # complete log-batch bodies, which sent as docs/loggers.md says complete the run's metrics.
+        out, output = run_through_proxy(uri, 3, 10**9, "lost")
+        check(output.count("The run goes on") == 1 and "never reached" in output, f"expected two warnings:\n{output}")
+        unsent = list(out.glob("mlflow_unsent_*.jsonl"))
+        check(len(unsent) == 1, f"unsent files: {unsent}")
+        for line in unsent[0].read_text().splitlines():
+            request = urllib.request.Request(uri + "/api/2.0/mlflow/runs/log-batch", data=line.encode(), method="POST",
+                                             headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(request, timeout=30).close()
+        runs = client.search_runs([client.get_experiment_by_name("fthost-lost").experiment_id])
+        check_run(client, runs[0], out, reference, status="RUNNING")
+        print("mlflow test: a server lost for good left the run's metrics in a file that completes it")
     finally:
         server.terminate()
         server.wait(timeout=30)
