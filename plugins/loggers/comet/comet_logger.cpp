@@ -157,11 +157,13 @@ std::unique_ptr<ft::MetricLogger> make_comet_logger(const ft::ConfigNode& cfg, f
   // Keys whose meaning is comet_ml's and has nothing to act on in an offline native run: said
   // once, not ignored in silence.
   if (!cfg.get<std::string>("api_key", "").empty())
-    ft::log::info("CometLogger: api_key is for `comet upload`, which reads it from $COMET_API_KEY or ~/.comet.config; "
-                  "the offline run neither needs nor stores it");
+    ft::log::info(
+        "CometLogger: api_key is for `comet upload`, which reads it from $COMET_API_KEY or ~/.comet.config; "
+        "the offline run neither needs nor stores it");
   if (cfg.get<bool>("log_code", true))
-    ft::log::info("CometLogger: log_code: an fthost run has no Python script to log; the effective config is logged "
-                  "as the asset config.effective.toml");
+    ft::log::info(
+        "CometLogger: log_code: an fthost run has no Python script to log; the effective config is logged "
+        "as the asset config.effective.toml");
 
   ft_comet::ExperimentInfo info;
   info.experiment_key = user_key ? key : new_experiment_key();
