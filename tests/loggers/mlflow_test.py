@@ -2,7 +2,7 @@
 
 The tiny demo trains 10 steps with torchtune.training.metric_logging.MLFlowLogger swapped in by
 command-line overrides, and mlflow's own client reads the run back:
-  - from a file store (a file: URI): mlflow's FileStore;
+  - from a file store (a file: URI, and a plain path to an empty directory): mlflow's FileStore;
   - from a real `mlflow server` on loopback with a SQLite backend, through its REST API;
   - after a second invocation continues the run (run_id);
   - through a proxy that answers 503 once mid-run (the run goes on, warns once, and sends what it
@@ -199,6 +199,16 @@ def main():
            f"metric_logger.run_id={runs[0].info.run_id}")
     check(len(client.search_runs([experiment.experiment_id])) == 1, "run_id made a new run")
     check_run(client, client.get_run(runs[0].info.run_id), out, reference, times=2, earlier_params=first_params)
+    # A plain path to an empty directory, no experiment: MLflow's default experiment, as mlflow makes it.
+    store = WORK / "empty_store"
+    store.mkdir()
+    out = WORK / "default_run"
+    fthost(f"output_dir={out}", *MLFLOW, f"metric_logger.tracking_uri={store}")
+    client = MlflowClient(f"file://{store}")
+    check(client.get_experiment("0").name == "Default", "no default experiment")
+    runs = client.search_runs(["0"])
+    check(len(runs) == 1 and runs[0].info.run_name.startswith("fthost-"), f"runs: {runs}")
+    check_run(client, runs[0], out, reference)
     print("mlflow test: the file store holds the run as mlflow reads it, continued by run_id")
 
     # A real server with a SQLite backend.

@@ -113,11 +113,11 @@ class FileStore final : public Store {
  public:
   explicit FileStore(fs::path root) : root_(std::move(root)) {
     try {
-      if (!fs::exists(root_)) {
-        fs::create_directories(root_);
-        write_whole(root_ / "0" / "meta.yaml", experiment_meta_yaml("0", "Default", root_ / "0"));
-      }
+      // A new store, or an empty directory made for it, starts with MLflow's default experiment.
+      if (!fs::exists(root_)) fs::create_directories(root_);
       if (!fs::is_directory(root_)) throw ft::Error(root_.string() + " is not a directory");
+      if (fs::is_empty(root_))
+        write_whole(root_ / "0" / "meta.yaml", experiment_meta_yaml("0", "Default", root_ / "0"));
       fs::create_directories(root_ / ".trash");
     } catch (const fs::filesystem_error& e) {
       throw ft::Error(std::string("MLFlowLogger: the file store ") + e.what());
