@@ -1,5 +1,7 @@
 #include "bitsandbytes_adam_update.h"
 
+#include "bitsandbytes_step_constants.h"
+#include "cuda/bitsandbytes_adam_cuda.h"
 #include "dynamic_quantization.h"
 
 #include <ft/errors.h>
@@ -15,28 +17,7 @@ namespace ftoptim {
 
 namespace {
 
-// The per-element constants of one step, in float32 as bitsandbytes' torch ops use them.
-struct StepConstants {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, correction2, eps, decay, step_size, scale;
-  bool decays;
-};
-
-StepConstants constants_of(std::int64_t step, const AdamHyperparameters& h, double gradient_scale) {
-  const double correction1 = 1.0 - std::pow(h.beta1, static_cast<double>(step));
-  const double correction2 = std::sqrt(1.0 - std::pow(h.beta2, static_cast<double>(step)));
-  StepConstants c{};
-  c.beta1 = static_cast<float>(h.beta1);
-  c.one_minus_beta1 = static_cast<float>(1.0 - h.beta1);
-  c.beta2 = static_cast<float>(h.beta2);
-  c.one_minus_beta2 = static_cast<float>(1.0 - h.beta2);
-  c.correction2 = static_cast<float>(correction2);
-  c.eps = static_cast<float>(h.eps);
-  c.decays = h.weight_decay > 0.0;
-  c.decay = static_cast<float>(1.0 - h.lr * h.weight_decay);
-  c.step_size = static_cast<float>(-h.lr / correction1);
-  c.scale = static_cast<float>(gradient_scale);
-  return c;
-}
+using StepConstants = BitsAndBytesStepConstants;
 
 template <class Param, class Grad>
 void update_8bit(Param* p, const Grad* g, std::uint8_t* s1, std::uint8_t* s2, float* absmax1, float* absmax2,
@@ -93,9 +74,10 @@ void update_32bit(Param* p, const Grad* g, float* m, float* v, std::int64_t n, c
   });
 }
 
-void check_contiguous(const at::Tensor& t, const char* what) {
-  if (!t.is_contiguous() || !t.device().is_cpu())
-    throw ft::Error(std::string("bitsandbytes Adam update: ") + what + " must be a contiguous CPU tensor");
+void check_contiguous(const at::Tensor& t, const char* what, const at::Device& device) {
+  if (!t.is_contiguous() || t.device() != device)
+    throw ft::Error(std::string("bitsandbytes Adam update: ") + what + " must be a contiguous tensor on " +
+                    device.str() + ", as the parameter is");
 }
 
 // Calls `f(param_ptr, grad_ptr)` with the pointers' element types: float or bfloat16 each.
@@ -124,8 +106,11 @@ void adam_8bit_blockwise_update(const at::Tensor& param, const at::Tensor& grad,
                                 {&state2, "state2"},
                                 {&absmax1, "absmax1"},
                                 {&absmax2, "absmax2"}})
-    check_contiguous(*t, what);
-  const StepConstants c = constants_of(step, h, gradient_scale);
+    check_contiguous(*t, what, param.device());
+  const StepConstants c = bitsandbytes_step_constants(step, h, gradient_scale);
+  if (param.is_cuda())
+    return adam_8bit_blockwise_update_cuda(param, grad, state1, state2, absmax1, absmax2, c, dynamic_map(true).data(),
+                                           dynamic_map(false).data());
   with_types(param, grad, [&](auto* p, const auto* g) {
     update_8bit(p, g, state1.data_ptr<std::uint8_t>(), state2.data_ptr<std::uint8_t>(), absmax1.data_ptr<float>(),
                 absmax2.data_ptr<float>(), param.numel(), c);
@@ -137,8 +122,9 @@ void adam_32bit_update(const at::Tensor& param, const at::Tensor& grad, const at
                        double gradient_scale) {
   for (const auto& [t, what] :
        {std::pair{&param, "the parameter"}, {&grad, "the gradient"}, {&state1, "state1"}, {&state2, "state2"}})
-    check_contiguous(*t, what);
-  const StepConstants c = constants_of(step, h, gradient_scale);
+    check_contiguous(*t, what, param.device());
+  const StepConstants c = bitsandbytes_step_constants(step, h, gradient_scale);
+  if (param.is_cuda()) return adam_32bit_update_cuda(param, grad, state1, state2, c);
   with_types(param, grad, [&](auto* p, const auto* g) {
     update_32bit(p, g, state1.data_ptr<float>(), state2.data_ptr<float>(), param.numel(), c);
   });

@@ -1,6 +1,7 @@
 #include "bitsandbytes_optimizers.h"
 
 #include "bitsandbytes_adam_update.h"
+#include "cuda/bitsandbytes_adam_cuda.h"
 #include "dynamic_quantization.h"
 #include "optimizer_state_parts.h"
 
@@ -52,18 +53,18 @@ at::Tensor map_tensor(bool is_signed) {
 class BitsAndBytesAdam final : public ft::Optimizer {
  public:
   BitsAndBytesAdam(std::string name, std::vector<at::Tensor> params, AdamHyperparameters hyper, int bits,
-                   std::int64_t min_8bit_size)
+                   std::int64_t min_8bit_size, bool paged)
       : name_(std::move(name)),
         params_(std::move(params)),
         state_(params_.size()),
         hyper_(hyper),
         bits_(bits),
-        min_8bit_size_(min_8bit_size) {
+        min_8bit_size_(min_8bit_size),
+        paged_(paged) {
     for (const auto& p : params_)
-      if (!p.device().is_cpu())
+      if (!p.device().is_cpu() && !p.is_cuda())
         throw ft::Error(name_ + ": parameters on " + p.device().str() +
-                        ": this build steps bitsandbytes' optimizers on the CPU only (docs/parity.md, "
-                        "\"bitsandbytes optimizers\")");
+                        ": bitsandbytes' optimizers step on the CPU and on CUDA devices");
   }
 
   void step() override { step_scaled(1.0); }
@@ -107,6 +108,18 @@ class BitsAndBytesAdam final : public ft::Optimizer {
  private:
   bool quantizes(const at::Tensor& p) const { return bits_ == 8 && p.numel() >= min_8bit_size_; }
 
+  // State beside parameter `p`: on its device, in unified memory for a paged optimizer on CUDA.
+  at::Tensor zeros_for(const at::Tensor& p, at::IntArrayRef sizes, at::ScalarType dtype) const {
+    if (p.is_cuda() && paged_) return paged_zeros(sizes, dtype, p.device());
+    return at::zeros(sizes, at::TensorOptions().dtype(dtype).device(p.device()));
+  }
+  at::Tensor placed_for(const at::Tensor& p, const at::Tensor& saved) const {
+    if (!p.is_cuda()) return saved.contiguous().clone();
+    at::Tensor placed = zeros_for(p, saved.sizes(), saved.scalar_type());
+    placed.copy_(saved);
+    return placed;
+  }
+
   State& state_for(std::size_t i) {
     if (!state_[i]) {
       const at::Tensor& p = params_[i];
@@ -114,13 +127,13 @@ class BitsAndBytesAdam final : public ft::Optimizer {
       if (quantizes(p)) {
         const std::int64_t blocks = (p.numel() + kQuantizationBlock - 1) / kQuantizationBlock;
         // As bitsandbytes starts them: codes 0 with absmax 0, which decode to zeros.
-        s.state1 = at::zeros(p.sizes(), at::kByte);
-        s.state2 = at::zeros(p.sizes(), at::kByte);
-        s.absmax1 = at::zeros({blocks}, at::kFloat);
-        s.absmax2 = at::zeros({blocks}, at::kFloat);
+        s.state1 = zeros_for(p, p.sizes(), at::kByte);
+        s.state2 = zeros_for(p, p.sizes(), at::kByte);
+        s.absmax1 = zeros_for(p, {blocks}, at::kFloat);
+        s.absmax2 = zeros_for(p, {blocks}, at::kFloat);
       } else {
-        s.state1 = at::zeros(p.sizes(), at::kFloat);
-        s.state2 = at::zeros(p.sizes(), at::kFloat);
+        s.state1 = zeros_for(p, p.sizes(), at::kFloat);
+        s.state2 = zeros_for(p, p.sizes(), at::kFloat);
       }
       state_[i] = std::move(s);
     }
@@ -175,7 +188,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
       if (t.scalar_type() != dtype || t.sizes() != shape)
         throw ft::Error("optimizer state \"" + prefix + name + "\": " + c10::toString(t.scalar_type()) + " " +
                         ft::shape_text(t.sizes()) + ", expected " + c10::toString(dtype) + " " + ft::shape_text(shape));
-      return t.contiguous().clone();
+      return placed_for(p, t);
     };
     const at::ScalarType state_type = eight_bit ? at::kByte : at::kFloat;
     s.state1 = copy_of("state1", state_type, p.sizes());
@@ -198,6 +211,7 @@ class BitsAndBytesAdam final : public ft::Optimizer {
   AdamHyperparameters hyper_;
   int bits_;
   std::int64_t min_8bit_size_;
+  bool paged_;
 };
 
 // Said once per process: a paged optimizer on the CPU is the plain one.
@@ -250,14 +264,16 @@ std::unique_ptr<ft::Optimizer> make(const Variant& v, const ft::ConfigNode& cfg,
     bits = static_cast<int>(optim_bits);
   }
   const bool paged = v.paged || cfg.get<bool>("is_paged", false);
-  if (paged) note_paging_on_cpu(v.name);
+  const bool on_cuda = !args.params.empty() && args.params.front().is_cuda();
+  if (paged && !on_cuda) note_paging_on_cpu(v.name);
   // Once: optimizer_in_bwd builds one optimizer per parameter from the same table.
   static std::once_flag described;
   std::call_once(described, [&] {
-    ft::log::info("{}: {} moments (tensors below {} values: 32-bit), fthost's fused CPU kernel", cfg.path(),
-                  bits == 8 ? "8-bit blockwise" : "32-bit", min_8bit_size);
+    ft::log::info("{}: {} moments (tensors below {} values: 32-bit), fthost's fused {} kernel{}", cfg.path(),
+                  bits == 8 ? "8-bit blockwise" : "32-bit", min_8bit_size, on_cuda ? "CUDA" : "CPU",
+                  paged && on_cuda ? ", state in CUDA unified memory (paged)" : "");
   });
-  return std::make_unique<BitsAndBytesAdam>(v.name, std::move(args.params), h, bits, min_8bit_size);
+  return std::make_unique<BitsAndBytesAdam>(v.name, std::move(args.params), h, bits, min_8bit_size, paged);
 }
 
 constexpr Variant kVariants[] = {
