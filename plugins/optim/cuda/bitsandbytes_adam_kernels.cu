@@ -54,7 +54,8 @@ __global__ void adam_8bit_kernel(P* __restrict__ param, const G* __restrict__ gr
   float m = 0.0f, v = 0.0f;
   if (live) {
     const float g = __fmul_rn(to_float(grad[i]), c.scale);
-    m = __fadd_rn(__fmul_rn(__fmul_rn(signed_map[state1[i]], absmax1[block]), c.beta1), __fmul_rn(c.one_minus_beta1, g));
+    m = __fadd_rn(__fmul_rn(__fmul_rn(signed_map[state1[i]], absmax1[block]), c.beta1),
+                  __fmul_rn(c.one_minus_beta1, g));
     v = __fadd_rn(__fmul_rn(__fmul_rn(unsigned_map[state2[i]], absmax2[block]), c.beta2),
                   __fmul_rn(__fmul_rn(c.one_minus_beta2, g), g));
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), c.correction2), c.eps);
@@ -124,7 +125,7 @@ void adam_8bit_blockwise(void* param, ElementType param_type, const void* grad, 
   const auto blocks = static_cast<unsigned>((n + kBlock - 1) / kBlock);
   with_types(param, param_type, grad, grad_type, [&](auto* p, const auto* g) {
     adam_8bit_kernel<<<blocks, kBlock, 0, static_cast<cudaStream_t>(stream)>>>(p, g, state1, state2, absmax1, absmax2,
-                                                                                n, c, maps);
+                                                                               n, c, maps);
   });
 }
 
