@@ -11,63 +11,22 @@ start, naming the key.
 
     python tests/loggers/comet_test.py FTHOST SOURCE_DIR
 """
-import json
-import subprocess
 import sys
 import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
 
+from demo_run import DETERMINISTIC, DemoRuns, check, flatten
+
 from comet_ml.offline import OfflineSender, unzip_offline_archive
 
 FTHOST, SOURCE = sys.argv[1], Path(sys.argv[2])
 WORK = Path(tempfile.mkdtemp(prefix="fthost-comet-"))
-DEMO = [
-    "--config", str(SOURCE / "configs/tiny_demo.toml"),
-    f"dataset.source={SOURCE / 'configs/demo/sort_tokens.jsonl'}",
-    "epochs=1", "max_steps_per_epoch=10", "log_every_n_steps=1",
-]
+DEMO_RUNS = DemoRuns(FTHOST, SOURCE)
+fthost = DEMO_RUNS.run
 COMET = ["metric_logger._component_=torchtune.training.metric_logging.CometLogger"]
-DETERMINISTIC = ["loss", "lr", "grad_norm", "num_tokens"]
 KEY = "fthostcometdemo0123456789abcdefg"
-
-
-def fthost(*args, expect_ok=True):
-    result = subprocess.run([FTHOST, *DEMO, *args], capture_output=True, text=True, timeout=600)
-    output = result.stdout + result.stderr
-    if expect_ok and result.returncode != 0:
-        raise AssertionError(f"fthost {' '.join(args)} failed ({result.returncode}):\n{output}")
-    return result.returncode, output
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
-
-
-def flatten(d, prefix=""):  # comet_ml's flattening of nested parameters
-    out = {}
-    for key, value in d.items():
-        name = f"{prefix}|{key}" if prefix else key
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        else:
-            out[name] = value
-    return out
-
-
-def disk_reference():
-    out = WORK / "disk"
-    fthost(f"output_dir={out}", "metric_logger._component_=torchtune.training.metric_logging.DiskLogger",
-           f"metric_logger.log_dir={out}/logs", "metric_logger.output_fmt=jsonl")
-    history = {}
-    for line in next((out / "logs").glob("log_*.jsonl")).read_text().splitlines():
-        record = json.loads(line)
-        for key, value in record.items():
-            if key != "step":
-                history.setdefault(key, []).append((record["step"], value))
-    return history
 
 
 class RecordingSender(OfflineSender):
@@ -95,7 +54,7 @@ class RecordingSender(OfflineSender):
 
 
 def main():
-    reference = disk_reference()
+    reference = DEMO_RUNS.disk_reference(WORK / "disk")
     out = WORK / "run"
     _, output = fthost(f"output_dir={out}", *COMET, "metric_logger.online=false",
                        f"metric_logger.offline_directory={WORK / 'offline'}", "metric_logger.project=fthost-demo",
@@ -132,7 +91,7 @@ def main():
     for message in sender.sent_params:
         param = message.param or message.params
         params[param["paramName"]] = param["paramValue"]
-    expected = flatten(tomllib.loads((out / "config.effective.toml").read_text()))
+    expected = flatten(tomllib.loads((out / "config.effective.toml").read_text()), "|")
     check(params == expected, "parameters differ from the flattened effective config:\n" +
           "\n".join(f"  {k}: {params.get(k)!r} != {v!r}" for k, v in expected.items() if params.get(k) != v) +
           "".join(f"\n  extra {k}" for k in params if k not in expected))

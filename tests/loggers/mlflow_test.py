@@ -16,7 +16,6 @@ URI; a database URI is refused naming the key.
     python tests/loggers/mlflow_test.py FTHOST SOURCE_DIR
 """
 import http.server
-import json
 import os
 import socket
 import subprocess
@@ -29,61 +28,21 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from demo_run import DETERMINISTIC, DemoRuns, check, flatten
+
 os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # mlflow 3's file store is read only with this
 import mlflow  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 FTHOST, SOURCE = sys.argv[1], Path(sys.argv[2])
 WORK = Path(tempfile.mkdtemp(prefix="fthost-mlflow-"))
-DEMO = [
-    "--config", str(SOURCE / "configs/tiny_demo.toml"),
-    f"dataset.source={SOURCE / 'configs/demo/sort_tokens.jsonl'}",
-    "epochs=1", "max_steps_per_epoch=10", "log_every_n_steps=1",
-]
+DEMO_RUNS = DemoRuns(FTHOST, SOURCE)
+fthost = DEMO_RUNS.run
 MLFLOW = ["metric_logger._component_=torchtune.training.metric_logging.MLFlowLogger"]
-DETERMINISTIC = ["loss", "lr", "grad_norm", "num_tokens"]  # the timing metrics differ run to run
-
-
-def fthost(*args, expect_ok=True):
-    result = subprocess.run([FTHOST, *DEMO, *args], capture_output=True, text=True, timeout=600)
-    output = result.stdout + result.stderr
-    if expect_ok and result.returncode != 0:
-        raise AssertionError(f"fthost {' '.join(args)} failed ({result.returncode}):\n{output}")
-    return result.returncode, output
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
-
-
-def flatten(d, prefix=""):  # torchtune.training.metric_logging.flatten_dict
-    out = {}
-    for key, value in d.items():
-        name = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        else:
-            out[name] = str(value)
-    return out
-
-
-def disk_reference():
-    """The same run with the disk logger: metric -> [(step, value)]."""
-    out = WORK / "disk"
-    fthost(f"output_dir={out}", "metric_logger._component_=torchtune.training.metric_logging.DiskLogger",
-           f"metric_logger.log_dir={out}/logs", "metric_logger.output_fmt=jsonl")
-    history = {}
-    for line in next((out / "logs").glob("log_*.jsonl")).read_text().splitlines():
-        record = json.loads(line)
-        for key, value in record.items():
-            if key != "step":
-                history.setdefault(key, []).append((record["step"], value))
-    return history
 
 
 def effective_params(output_dir):
-    return flatten(tomllib.loads((output_dir / "config.effective.toml").read_text()))
+    return flatten(tomllib.loads((output_dir / "config.effective.toml").read_text()), ".", str)
 
 
 def check_run(client, run, output_dir, reference, status="FINISHED", times=1, earlier_params=None):
@@ -178,7 +137,7 @@ def run_through_proxy(uri, first, last, name):
 
 
 def main():
-    reference = disk_reference()
+    reference = DEMO_RUNS.disk_reference(WORK / "disk")
     check(set(DETERMINISTIC) <= set(reference), f"the disk logger wrote {sorted(reference)}")
 
     # The file store.

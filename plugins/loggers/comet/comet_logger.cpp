@@ -12,6 +12,7 @@
 #include "comet_offline_archive.h"
 
 #include "config_values.h"
+#include "run_identity.h"
 
 #include <ft/errors.h>
 #include <ft/log.h>
@@ -30,16 +31,6 @@ namespace {
 
 using ft::ValueType;
 using Json = nlohmann::ordered_json;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 // comet_ml's JSON for a metric value: non-finite values as strings.
 Json metric_value(double value) {
@@ -67,7 +58,7 @@ class CometLogger final : public ft::MetricLogger {
     std::sort(leaves.begin(), leaves.end());  // comet_ml logs a dict's parameters in key order
     const bool nested = std::any_of(leaves.begin(), leaves.end(),
                                     [](const auto& leaf) { return leaf.first.find('|') != std::string::npos; });
-    const std::int64_t now = now_ms();
+    const std::int64_t now = ft_loggers::unix_time_ms();
     with_name([&] {
       if (nested) archive_->add("log_other", Json{{"key", "hasNestedParams"}, {"value", true}});
       for (const auto& [key, json] : leaves) {
@@ -85,7 +76,7 @@ class CometLogger final : public ft::MetricLogger {
   void log(const std::string& name, double value, std::int64_t step) override { log_dict({{name, value}}, step); }
 
   void log_dict(const ft::Metrics& metrics, std::int64_t step) override {
-    const std::int64_t now = now_ms();
+    const std::int64_t now = ft_loggers::unix_time_ms();
     with_name([&] {
       for (const auto& [name, value] : metrics)
         archive_->add(
@@ -100,7 +91,7 @@ class CometLogger final : public ft::MetricLogger {
   void on_close(int exit_code) override {
     if (!archive_) return;
     auto archive = std::move(archive_);
-    const std::string path = with_name([&] { return archive->finish(now_ms()); });
+    const std::string path = with_name([&] { return archive->finish(ft_loggers::unix_time_ms()); });
     ft::log::info("CometLogger: offline experiment {} (exit code {}); upload it with: comet upload {}", path, exit_code,
                   path);
   }
@@ -134,7 +125,7 @@ std::string new_experiment_key() {
 }
 
 std::unique_ptr<ft::MetricLogger> make_comet_logger(const ft::ConfigNode& cfg, ft::MetricLogger::Args args) {
-  std::string online_env = env("COMET_START_ONLINE");
+  std::string online_env = ft_loggers::environment_variable("COMET_START_ONLINE");
   const bool online = cfg.get<bool>("online", online_env.empty() || !env_says_false(online_env));
   if (online)
     cfg.fail("online",
@@ -144,7 +135,7 @@ std::unique_ptr<ft::MetricLogger> make_comet_logger(const ft::ConfigNode& cfg, f
   const std::string mode = cfg.get<std::string>("mode", "get_or_create");
   if (mode != "get_or_create" && mode != "get" && mode != "create")
     cfg.fail("mode", "expected \"get_or_create\", \"get\" or \"create\", got \"" + mode + "\"");
-  std::string key = cfg.get<std::string>("experiment_key", env("COMET_EXPERIMENT_KEY"));
+  std::string key = cfg.get<std::string>("experiment_key", ft_loggers::environment_variable("COMET_EXPERIMENT_KEY"));
   const bool user_key = !key.empty();
   if (user_key) {
     const bool alphanumeric = std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c); });
@@ -168,12 +159,13 @@ std::unique_ptr<ft::MetricLogger> make_comet_logger(const ft::ConfigNode& cfg, f
   ft_comet::ExperimentInfo info;
   info.experiment_key = user_key ? key : new_experiment_key();
   info.user_provided_key = user_key;
-  info.project = cfg.get<std::string>("project", env("COMET_PROJECT_NAME"));
-  info.workspace = cfg.get<std::string>("workspace", env("COMET_WORKSPACE"));
+  info.project = cfg.get<std::string>("project", ft_loggers::environment_variable("COMET_PROJECT_NAME"));
+  info.workspace = cfg.get<std::string>("workspace", ft_loggers::environment_variable("COMET_WORKSPACE"));
   info.tags = cfg.get<std::vector<std::string>>("tags", {});
   info.resume_strategy = mode;
-  info.start_time_ms = now_ms();
-  std::string directory = cfg.get<std::string>("offline_directory", env("COMET_OFFLINE_DIRECTORY"));
+  info.start_time_ms = ft_loggers::unix_time_ms();
+  std::string directory =
+      cfg.get<std::string>("offline_directory", ft_loggers::environment_variable("COMET_OFFLINE_DIRECTORY"));
   if (directory.empty()) directory = ".cometml-runs";  // comet_ml's default
   return std::make_unique<CometLogger>(directory, std::move(info), cfg.get<std::string>("experiment_name", ""));
 }

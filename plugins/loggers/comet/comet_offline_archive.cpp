@@ -1,4 +1,5 @@
 #include "comet_offline_archive.h"
+#include "run_identity.h"
 
 #include <ft/durable_files.h>
 #include <ft/errors.h>
@@ -16,11 +17,6 @@ namespace fs = boost::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string random_hex(std::size_t length) {
   std::random_device seed;
@@ -104,7 +100,7 @@ void OfflineArchive::add_asset(const std::string& file_name, const std::string& 
   payload["additional_params"] = std::move(params);
   payload["clean"] = true;
   payload["file_path"] = stored;
-  payload["local_timestamp"] = now_ms();
+  payload["local_timestamp"] = ft_loggers::unix_time_ms();
   payload["metadata"] = Json::object();
   payload["upload_type"] = "asset";
   add("file_upload", std::move(payload));

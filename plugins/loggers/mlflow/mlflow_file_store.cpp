@@ -1,6 +1,7 @@
 #include "mlflow_file_store.h"
 
 #include "python_str.h"
+#include "run_identity.h"
 
 #include <ft/durable_files.h>
 #include <ft/errors.h>
@@ -27,11 +28,6 @@ namespace ft_mlflow {
 namespace fs = boost::filesystem;
 
 namespace {
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // YAML's single-quoted scalar: only the quote itself is escaped (doubled).
 std::string yaml_string(const std::string& text) {
@@ -102,7 +98,7 @@ std::string run_meta_yaml(const RunInfo& run, bool with_deleted_time) {
 }
 
 std::string experiment_meta_yaml(const std::string& id, const std::string& name, const fs::path& location) {
-  const std::string now = std::to_string(now_ms());
+  const std::string now = std::to_string(ft_loggers::unix_time_ms());
   return "artifact_location: " + yaml_string(file_uri(location)) + "\ncreation_time: " + now +
          "\neffective_trace_archival_retention: null\nexperiment_id: " + yaml_string(id) +
          "\nlast_update_time: " + now + "\nlifecycle_stage: active\nname: " + yaml_string(name) +

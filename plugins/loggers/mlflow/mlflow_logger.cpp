@@ -19,6 +19,7 @@
 
 #include "config_values.h"
 #include "http_client.h"
+#include "run_identity.h"
 
 #include <ft/errors.h>
 #include <ft/log.h>
@@ -51,20 +52,10 @@ using Json = nlohmann::json;
 
 constexpr std::chrono::seconds kRetryInterval{30};
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 // getpass.getuser(), which mlflow records as the run's user.
 std::string user_name() {
   for (const char* name : {"LOGNAME", "USER", "LNAME", "USERNAME"})
-    if (std::string value = env(name); !value.empty()) return value;
+    if (std::string value = ft_loggers::environment_variable(name); !value.empty()) return value;
   if (const passwd* entry = ::getpwuid(::geteuid())) return entry->pw_name;
   return "unknown";
 }
@@ -139,7 +130,7 @@ class MLFlowLogger final : public ft::MetricLogger {
   void log(const std::string& name, double value, std::int64_t step) override { log_dict({{name, value}}, step); }
 
   void log_dict(const ft::Metrics& metrics, std::int64_t step) override {
-    const std::int64_t now = now_ms();
+    const std::int64_t now = ft_loggers::unix_time_ms();
     Batch batch;
     for (const auto& [name, value] : metrics) batch.metrics.push_back({name, value, now, step});
     deliver(std::move(batch));
@@ -160,7 +151,7 @@ class MLFlowLogger final : public ft::MetricLogger {
       return;
     }
     try {
-      store_->end_run(run_id_, status, now_ms());
+      store_->end_run(run_id_, status, ft_loggers::unix_time_ms());
     } catch (const ft_mlflow::ServerUnavailable& e) {
       ft::log::warn("{}; run {} stays RUNNING there (every metric was sent)", e.what(), run_id_);
       return;
@@ -271,10 +262,11 @@ std::unique_ptr<ft_mlflow::Store> open_store(const ft::ConfigNode& cfg, const st
 
 std::unique_ptr<ft::MetricLogger> make_mlflow_logger(const ft::ConfigNode& cfg, ft::MetricLogger::Args args) {
   if (args.rank != 0) return std::make_unique<ft::NoOpMetricLogger>();  // torchtune: rank 0 only
-  const std::string uri = cfg.get<std::string>("tracking_uri", env("MLFLOW_TRACKING_URI"));
+  const std::string uri = cfg.get<std::string>("tracking_uri", ft_loggers::environment_variable("MLFLOW_TRACKING_URI"));
   const std::string tracking_uri = uri.empty() ? default_tracking_uri(cfg) : uri;
-  const std::string experiment_name = cfg.get<std::string>("experiment_name", env("MLFLOW_EXPERIMENT_NAME"));
-  std::string run_id = cfg.get<std::string>("run_id", env("MLFLOW_RUN_ID"));
+  const std::string experiment_name =
+      cfg.get<std::string>("experiment_name", ft_loggers::environment_variable("MLFLOW_EXPERIMENT_NAME"));
+  std::string run_id = cfg.get<std::string>("run_id", ft_loggers::environment_variable("MLFLOW_RUN_ID"));
   auto store = open_store(cfg, tracking_uri);
   try {
     if (!run_id.empty()) {
@@ -285,7 +277,7 @@ std::unique_ptr<ft::MetricLogger> make_mlflow_logger(const ft::ConfigNode& cfg, 
       const std::string run_name = cfg.get<std::string>("run_name", "");
       const std::string name = run_name.empty() ? default_run_name() : run_name;
       const std::string user = user_name();
-      run_id = store->create_run(experiment, name, user, now_ms(),
+      run_id = store->create_run(experiment, name, user, ft_loggers::unix_time_ms(),
                                  {{"mlflow.user", user},
                                   {"mlflow.source.name", "fthost"},
                                   {"mlflow.source.type", "LOCAL"},

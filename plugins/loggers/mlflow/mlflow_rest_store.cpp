@@ -1,6 +1,7 @@
 #include "mlflow_rest_store.h"
 
 #include "http_client.h"
+#include "run_identity.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,11 +15,6 @@ namespace ft_mlflow {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 std::string base64(const std::string& bytes) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -71,10 +67,11 @@ class RestStore final : public Store {
   explicit RestStore(std::string uri) : uri_(std::move(uri)) {
     while (!uri_.empty() && uri_.back() == '/') uri_.pop_back();
     headers_.push_back("Content-Type: application/json");
-    if (const std::string token = env("MLFLOW_TRACKING_TOKEN"); !token.empty())
+    if (const std::string token = ft_loggers::environment_variable("MLFLOW_TRACKING_TOKEN"); !token.empty())
       headers_.push_back("Authorization: Bearer " + token);
-    else if (const std::string user = env("MLFLOW_TRACKING_USERNAME"); !user.empty())
-      headers_.push_back("Authorization: Basic " + base64(user + ":" + env("MLFLOW_TRACKING_PASSWORD")));
+    else if (const std::string user = ft_loggers::environment_variable("MLFLOW_TRACKING_USERNAME"); !user.empty())
+      headers_.push_back("Authorization: Basic " +
+                         base64(user + ":" + ft_loggers::environment_variable("MLFLOW_TRACKING_PASSWORD")));
   }
 
   std::string experiment_id(const std::string& name) override {
