@@ -58,37 +58,25 @@ fi
 
 # PyTorch (LibTorch's headers, libraries and CMake package, and the CUDA, cuDNN and NCCL libraries
 # it was built with) from PyPI. The machine's python3 (3.10 or newer) makes the environment.
-requirements=scripts/python-requirements.txt
-venv=.venv
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "setup: creating $venv"
-  python3 -m venv "$venv"
-fi
-if "$venv/bin/python" scripts/check_requirements.py "$requirements"; then
-  echo "setup: $venv has every pinned Python package ($requirements)"
-else
-  echo "setup: installing $requirements into $venv (PyTorch with its CUDA libraries: about 4.5 GB)"
-  "$venv/bin/python" -m pip install --progress-bar off -r "$requirements"
-  "$venv/bin/python" scripts/check_requirements.py "$requirements" --verbose
-fi
+# install_pins ENV FILE WHAT: makes the virtual environment ENV when absent, and installs FILE's
+# pins into it unless every one is already installed.
+install_pins() {
+  local venv="$1" requirements="$2" what="$3"
+  if [[ ! -x "$venv/bin/python" ]]; then
+    echo "setup: creating $venv"
+    python3 -m venv "$venv"
+  fi
+  if "$venv/bin/python" scripts/check_requirements.py "$requirements"; then
+    echo "setup: $venv has every pinned package of $requirements"
+  else
+    echo "setup: installing $requirements into $venv ($what)"
+    "$venv/bin/python" -m pip install --progress-bar off -r "$requirements"
+    "$venv/bin/python" scripts/check_requirements.py "$requirements" --verbose
+  fi
+}
 
+install_pins .venv scripts/python-requirements.txt "PyTorch with its CUDA libraries: about 4.5 GB"
 if ((with_references)); then
-  references=scripts/reference-requirements.txt
-  if "$venv/bin/python" scripts/check_requirements.py "$references"; then
-    echo "setup: $venv has every pinned reference package ($references)"
-  else
-    echo "setup: installing $references into $venv (torchtune, transformers: the tests' golden references)"
-    "$venv/bin/python" -m pip install --progress-bar off -r "$references"
-    "$venv/bin/python" scripts/check_requirements.py "$references" --verbose
-  fi
-  loggers_venv=.venv-loggers
-  loggers=scripts/logger-reference-requirements.txt
-  [[ -x "$loggers_venv/bin/python" ]] || python3 -m venv "$loggers_venv"
-  if "$loggers_venv/bin/python" scripts/check_requirements.py "$loggers"; then
-    echo "setup: $loggers_venv has every pinned logger reference package ($loggers)"
-  else
-    echo "setup: installing $loggers into $loggers_venv (mlflow, comet_ml: the logger tests' readers)"
-    "$loggers_venv/bin/python" -m pip install --progress-bar off -r "$loggers"
-    "$loggers_venv/bin/python" scripts/check_requirements.py "$loggers" --verbose
-  fi
+  install_pins .venv scripts/reference-requirements.txt "torchtune, transformers: the tests' golden references"
+  install_pins .venv-loggers scripts/logger-reference-requirements.txt "mlflow, comet_ml: the logger tests' readers"
 fi
