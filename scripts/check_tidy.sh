@@ -20,7 +20,8 @@ mapfile -t files < <(git ls-files ':(glob)core/plugin_host/*.cpp' ':(glob)core/c
   core/train/preemption_signals.cpp core/train/batch_prefetcher.cpp plugins/datasets/data_source.cpp core/train/data_loader.cpp \
   plugins/datasets/arrow_records.cpp plugins/datasets/record_source.cpp \
   plugins/optim/bitsandbytes_adam_update.cpp plugins/optim/bitsandbytes_optimizers.cpp plugins/optim/dynamic_quantization.cpp plugins/optim/optimizer_state_parts.cpp \
-  ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp')
+  ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp' \
+  ':(glob)plugins/datasets/images/*.cpp')
 start=$(date +%s)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

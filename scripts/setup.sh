@@ -24,6 +24,7 @@ packages=(
   libyaml-cpp-dev  # torchtune YAML configs read directly (core/config/yaml_config.cpp)
   libjemalloc-dev  # the fthost executable's allocator (core/CMakeLists.txt, docs/plan.md)
   libzip-dev  # the Comet logger's offline experiment archive (plugins/loggers/comet)
+  libjpeg62-turbo-dev libpng-dev libwebp-dev  # image decoding (plugins/datasets/images)
   libcurl4-openssl-dev  # the MLflow logger's tracking-server client (plugins/loggers/formats/http_client.h)
   unzip  # tests/install/wheel_test.sh reads the wheel's listing
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes

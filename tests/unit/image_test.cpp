@@ -1,0 +1,167 @@
+// Images as torchtune's data path sees them, against Pillow and torchtune themselves
+// (tests/image_references/make_image_references.py, the ctest fixture image_references): every
+// pixel PIL's convert("RGB") gives, the canvases torchtune lists, and CLIPImageTransform's tiles
+// bit for bit; refusals that name the file.
+#include <ft/errors.h>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "image_decoding.h"
+#include "safetensors.h"
+#include "test_helpers.h"
+#include "tile_canvas.h"
+#include "tiled_image_transform.h"
+
+namespace {
+
+std::string reference_dir() { return std::string(FT_FAMILY_GOLDEN_DIR) + "/../image_references"; }
+std::string image_path(const std::string& name) { return reference_dir() + "/images/" + name; }
+
+const ft_checkpointers::SafetensorsFile& references() {
+  static const ft_checkpointers::SafetensorsFile file(reference_dir() + "/references.safetensors");
+  return file;
+}
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ft::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ImageDecoding, EveryPixelAsPillowConvertsItToRgb) {
+  int images = 0;
+  for (const auto& record : references().records()) {
+    const std::string prefix = "decoded.";
+    if (record.name.rfind(prefix, 0) != 0) continue;
+    const std::string name = record.name.substr(prefix.size());
+    SCOPED_TRACE(name);
+    const at::Tensor expected = references().tensor(record);
+    const at::Tensor decoded = ft_images::read_image_file(image_path(name));
+    ASSERT_EQ(decoded.sizes(), expected.sizes());
+    const at::Tensor differs = decoded.ne(expected);
+    EXPECT_EQ(differs.sum().item<std::int64_t>(), 0)
+        << "largest difference " << (decoded.to(at::kInt) - expected.to(at::kInt)).abs().max().item<int>();
+    ++images;
+  }
+  EXPECT_EQ(images, 12);
+}
+
+TEST(ImageDecoding, TheFormatIsToldByTheBytesNotTheName) {
+  const std::string png = fttest::read_file(image_path("rgb_300x200.png"));
+  EXPECT_TRUE(ft_images::decode_image(png, "named.jpg").equal(references().tensor("decoded.rgb_300x200.png")));
+  EXPECT_EQ(ft_images::sniff_image_format(fttest::read_file(image_path("gray_97x61.jpg")), "x"),
+            ft_images::ImageFormat::jpeg);
+  EXPECT_EQ(ft_images::sniff_image_format(fttest::read_file(image_path("rgb_300x200_lossy.webp")), "x"),
+            ft_images::ImageFormat::webp);
+}
+
+TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
+  const auto refusal = [](const std::string& bytes, const std::string& source) {
+    return error_of([&] { ft_images::decode_image(bytes, source); });
+  };
+  for (const std::string name : {"rgb_300x200.jpg", "rgb_300x200_progressive.jpg", "rgb_300x200.png",
+                                 "rgb_300x200_lossy.webp", "rgb_300x200_lossless.webp"}) {
+    SCOPED_TRACE(name);
+    const std::string bytes = fttest::read_file(image_path(name));
+    const std::string message = refusal(bytes.substr(0, bytes.size() / 2), "sample 7 (" + name + ")");
+    EXPECT_NE(message.find("sample 7 (" + name + "): "), std::string::npos) << message;
+    EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  }
+  EXPECT_NE(refusal("", "empty.png").find("empty.png: an empty file"), std::string::npos);
+  const std::string text = refusal("{\"not\": \"an image\"}", "notes.jpg");
+  EXPECT_NE(text.find("notes.jpg: not a JPEG, PNG or WebP image"), std::string::npos) << text;
+  std::string corrupt = fttest::read_file(image_path("rgb_300x200.png"));
+  corrupt[60] = static_cast<char>(corrupt[60] ^ 0x55);  // inside IDAT: its CRC no longer matches
+  EXPECT_NE(refusal(corrupt, "crc.png").find("crc.png: unreadable PNG"), std::string::npos);
+
+  const std::string cmyk = error_of([] { ft_images::read_image_file(image_path("cmyk.jpg")); });
+  EXPECT_NE(cmyk.find("cmyk.jpg: a CMYK JPEG"), std::string::npos) << cmyk;
+  const std::string gray16 = error_of([] { ft_images::read_image_file(image_path("gray16.png")); });
+  EXPECT_NE(gray16.find("gray16.png: a 16-bit grayscale PNG"), std::string::npos) << gray16;
+  const std::string animated = error_of([] { ft_images::read_image_file(image_path("animated.webp")); });
+  EXPECT_NE(animated.find("animated.webp: an animated WebP"), std::string::npos) << animated;
+  const std::string missing = error_of([] { ft_images::read_image_file(image_path("missing.png")); });
+  EXPECT_NE(missing.find("missing.png: cannot open the image"), std::string::npos) << missing;
+}
+
+TEST(TileCanvas, TheCanvasesTorchtuneListsInItsOrder) {
+  for (const auto& [max_tiles, tile] : std::vector<std::pair<int, int>>{{4, 224}, {8, 560}, {6, 32}, {1, 16}}) {
+    SCOPED_TRACE(std::to_string(max_tiles) + " tiles of " + std::to_string(tile));
+    const at::Tensor expected =
+        references().tensor("canvases." + std::to_string(max_tiles) + "." + std::to_string(tile));
+    const auto canvases = ft_images::supported_canvases(max_tiles, tile);
+    ASSERT_EQ(static_cast<std::int64_t>(canvases.size()), expected.size(0));
+    for (std::size_t i = 0; i < canvases.size(); ++i) {
+      EXPECT_EQ(canvases[i].height, expected[static_cast<std::int64_t>(i)][0].item<std::int64_t>()) << i;
+      EXPECT_EQ(canvases[i].width, expected[static_cast<std::int64_t>(i)][1].item<std::int64_t>()) << i;
+    }
+  }
+}
+
+TEST(TileCanvas, TheDocumentedFitsAndSizes) {
+  // torchtune's docstrings: get_canvas_best_fit's example and _get_max_res_without_distortion's.
+  const std::vector<ft_images::PixelSize> canvases{{224, 896}, {448, 448}, {224, 224}, {896, 224},
+                                                   {224, 672}, {672, 224}, {224, 448}, {448, 224}};
+  EXPECT_TRUE((ft_images::best_fit_canvas({200, 300}, canvases, false) == ft_images::PixelSize{224, 448}));
+  EXPECT_TRUE((ft_images::size_without_distortion({200, 300}, {450, 200}) == ft_images::PixelSize{133, 200}));
+  EXPECT_TRUE((ft_images::size_without_distortion({800, 600}, {450, 1300}) == ft_images::PixelSize{450, 337}));
+  // resize_with_pad's examples: with max_size 600 a 300 x 800 image is not upscaled onto 448 x 1344,
+  // and 500 x 1000 goes down onto 448 x 488 as (244, 488), which torchtune's function returns (its
+  // docstring says (224, 448), the size on 448 x 448).
+  EXPECT_TRUE((ft_images::resized_size_on_canvas({300, 800}, {448, 1344}, 600) == ft_images::PixelSize{300, 800}));
+  EXPECT_TRUE((ft_images::resized_size_on_canvas({500, 1000}, {448, 488}, 600) == ft_images::PixelSize{244, 488}));
+  EXPECT_TRUE((ft_images::resized_size_on_canvas({500, 1000}, {448, 448}, 600) == ft_images::PixelSize{224, 448}));
+  EXPECT_TRUE((ft_images::resized_size_on_canvas({300, 800}, {448, 1344}, 0) == ft_images::PixelSize{448, 1194}));
+}
+
+TEST(TiledImageTransform, TilesBitForBitAsTorchtunesClipImageTransform) {
+  const nlohmann::json cases = nlohmann::json::parse(fttest::read_file(reference_dir() + "/cases.json"));
+  ASSERT_EQ(cases.size(), 7u);
+  for (const auto& [name, c] : cases.items()) {
+    SCOPED_TRACE(name);
+    ft_images::TiledImageSettings settings;
+    settings.tile_size = c.at("tile_size").get<std::int64_t>();
+    settings.max_num_tiles = c.at("max_num_tiles").get<std::int64_t>();
+    settings.resize_to_max_canvas = c.at("resize_to_max_canvas").get<bool>();
+    settings.mean = c.at("mean").get<std::vector<double>>();
+    settings.std = c.at("std").get<std::vector<double>>();
+    settings.dtype = c.at("dtype").get<std::string>() == "bfloat16" ? at::kBFloat16 : at::kFloat;
+    const ft_images::TiledImageTransform transform(settings);
+    const auto image = ft_images::read_image_file(image_path(c.at("image").get<std::string>()));
+    const ft_images::TiledImage tiled = transform(image);
+    const at::Tensor expected = references().tensor("tiles." + name);
+    ASSERT_EQ(tiled.tiles.sizes(), expected.sizes());
+    ASSERT_EQ(tiled.tiles.scalar_type(), expected.scalar_type());
+    const at::Tensor differs = tiled.tiles.ne(expected);
+    EXPECT_EQ(differs.sum().item<std::int64_t>(), 0)
+        << "largest difference " << (tiled.tiles.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
+    const at::Tensor aspect = references().tensor("aspect_ratio." + name);
+    EXPECT_EQ(tiled.aspect_ratio.height, aspect[0].item<std::int64_t>());
+    EXPECT_EQ(tiled.aspect_ratio.width, aspect[1].item<std::int64_t>());
+  }
+}
+
+TEST(TiledImageTransform, BadSettingsAreRefused) {
+  ft_images::TiledImageSettings settings;
+  settings.mean = {0.5, 0.5, 0.5};
+  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{settings}; }).find("image_mean and image_std"),
+            std::string::npos);
+  settings.std = {0.5, 0.0, 0.5};
+  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{settings}; }).find("divide by zero"), std::string::npos);
+  ft_images::TiledImageSettings tiles;
+  tiles.max_num_tiles = 0;
+  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{tiles}; }).find("max_num_tiles >= 1"), std::string::npos);
+  ft_images::TiledImageSettings canvas;
+  canvas.possible_canvases = {{224, 300}};
+  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{canvas}; }).find("not a whole number"), std::string::npos);
+}
+
+}  // namespace
