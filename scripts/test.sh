@@ -32,10 +32,10 @@ if [[ "$mode" == --sanitize ]]; then
   # The instrumented build is a CPU build: nvcc does not take the sanitizer flags, and the CUDA
   # paths compile (warnings as errors) in the plain build, which runs first in CI.
   # UBSan's checks go into the code that does integer and byte arithmetic on what it reads: the
-  # SDK's core, config, tokenizers, datasets, log formats, safetensors and the CPU and optimizer
-  # kernels. Everywhere (LibTorch-heavy model, training and test code) they cost ~40% more compile
-  # time, which a CI machine with a cold ccache could not afford next to the rest.
-  ubsan_targets="ftsdk;fthost_config;ft_tokenizers;ft_datasets;ft_logger_formats;ft_safetensors"
+  # SDK's core, config, tokenizers, datasets, images, log formats, safetensors and the CPU and
+  # optimizer kernels. Everywhere (LibTorch-heavy model, training and test code) they cost ~40%
+  # more compile time, which a CI machine with a cold ccache could not afford next to the rest.
+  ubsan_targets="ftsdk;fthost_config;ft_tokenizers;ft_datasets;ft_images;ft_logger_formats;ft_safetensors"
   ubsan_targets+=";ft_cpu_kernels;ft_row_kernels_baseline;ft_row_kernels_avx2;ft_optim_kernels"
   ubsan_targets+=";ft_optim_update_baseline;ft_optim_update_avx2"
   export FTHOST_CMAKE_ARGS="-DFTHOST_SANITIZE=address,undefined -DFTHOST_UNDEFINED_SANITIZER_TARGETS=$ubsan_targets -DFTHOST_WITH_CUDA=OFF ${FTHOST_CMAKE_ARGS:-}"

@@ -13,6 +13,14 @@ torchvision) tiles some of them under several settings. Also written: images fth
 Writes OUT_DIR/images/<name>, OUT_DIR/references.safetensors ("decoded.<name>": uint8 [H, W, 3];
 "tiles.<case>", "aspect_ratio.<case>"; "canvases.<max_num_tiles>.<tile_size>": int64 [n, 2]),
 OUT_DIR/cases.json (each case's image and settings) and OUT_DIR/versions.json.
+
+Collation (OUT_DIR/collate_cases.json; tensors "collate.<case>.*"): samples of token ids with
+image tokens and random tiles go through torchtune's VisionCrossAttentionMask and
+padded_collate_tiled_images_and_mask. torchtune lays a sample's masks out as [images, text,
+tiles x tokens] and then views that memory as [text, images x tiles x tokens], which mixes the
+rows of different images when a sample has more than one; "collate.<case>.model_encoder_mask" is
+the layout the model reads (Hugging Face's Mllama: text first, then each image's tiles), made here
+from torchtune's per-image masks.
 """
 import json
 import pathlib
@@ -26,7 +34,9 @@ import torchtune
 import torchvision
 from PIL import Image
 from safetensors.torch import save_file
+from torchtune.data import padded_collate_tiled_images_and_mask
 from torchtune.models.clip._transform import CLIPImageTransform
+from torchtune.modules.transforms import VisionCrossAttentionMask
 from torchtune.modules.transforms.vision_utils.get_canvas_best_fit import find_supported_resolutions
 
 # llama3_2_vision_transform's normalisation (CLIP's mean and std).
@@ -91,6 +101,84 @@ CASES = {
 }
 
 
+IMAGE_TOKEN = 99
+TILE, PATCH = 4, 2
+TOKENS_PER_TILE = (TILE // PATCH) ** 2 + 1  # 4 patches and the CLS token
+# name: samples as (token ids, tiles per image), pad_direction, pad_max_tiles, pad_max_images
+COLLATE_CASES = {
+    "right_multi_image": (
+        [([IMAGE_TOKEN, 5, 6, 7], [2]), ([IMAGE_TOKEN, 8, IMAGE_TOKEN, IMAGE_TOKEN, 9, 10, 11], [1, 3, 2])],
+        "right", None, None,
+    ),
+    "right_padded_tiles_and_images": (
+        [([3, IMAGE_TOKEN, 5, 6, 7, 8], [2]), ([IMAGE_TOKEN, 8, 9], [1])],
+        "right", 4, 3,
+    ),
+    "left_generation": (
+        [([IMAGE_TOKEN, 5], [3]), ([4, IMAGE_TOKEN, 5, 6, 7], [1])],
+        "left", 4, None,
+    ),
+}
+
+
+def collate_references(tensors):
+    gen = torch.Generator().manual_seed(5)
+    mask_transform = VisionCrossAttentionMask(tile_size=TILE, patch_size=PATCH, image_token_id=IMAGE_TOKEN)
+    described = {}
+    for case, (samples, direction, pad_max_tiles, pad_max_images) in COLLATE_CASES.items():
+        batch = []
+        for i, (tokens, tiles) in enumerate(samples):
+            images = [torch.randn(n, 3, TILE, TILE, generator=gen) for n in tiles]
+            aspect = [torch.tensor([1, n], dtype=torch.int64) for n in tiles]
+            labels = [t if j % 3 else -100 for j, t in enumerate(tokens)]
+            sample = {"tokens": tokens, "labels": labels, "encoder_input": {"images": images, "aspect_ratio": aspect}}
+            sample = mask_transform(sample)
+            prefix = f"collate.{case}.sample{i}"
+            tensors[f"{prefix}.tokens"] = torch.tensor(tokens, dtype=torch.int64)
+            tensors[f"{prefix}.labels"] = torch.tensor(labels, dtype=torch.int64)
+            for k, (image, mask) in enumerate(zip(images, sample["encoder_mask"])):
+                tensors[f"{prefix}.image{k}"] = image
+                tensors[f"{prefix}.aspect{k}"] = aspect[k]
+                tensors[f"{prefix}.mask{k}"] = mask
+            batch.append(sample)
+        collated = padded_collate_tiled_images_and_mask(
+            batch, padding_idx=0, ignore_idx=-100, pad_direction=direction,
+            pad_max_tiles=pad_max_tiles, pad_max_images=pad_max_images,
+        )
+        prefix = f"collate.{case}"
+        tensors[f"{prefix}.tokens"] = collated["tokens"]
+        if "labels" in collated:
+            tensors[f"{prefix}.labels"] = collated["labels"]
+        tensors[f"{prefix}.images"] = collated["encoder_input"]["images"].contiguous()
+        tensors[f"{prefix}.aspect_ratio"] = collated["encoder_input"]["aspect_ratio"]
+        tensors[f"{prefix}.torchtune_encoder_mask"] = collated["encoder_mask"].contiguous()
+        # The model's layout from torchtune's per-image masks: image k's columns at k x max_tiles x 5.
+        b, s = collated["tokens"].shape
+        max_tiles = collated["encoder_input"]["images"].shape[2]
+        n_images = pad_max_images or collated["encoder_input"]["images"].shape[1]
+        width = max_tiles * TOKENS_PER_TILE
+        model_mask = torch.zeros(b, s, n_images * width, dtype=torch.bool)
+        for i, sample in enumerate(batch):
+            length = len(sample["tokens"])
+            row = 0 if direction == "right" else s - length
+            for k, mask in enumerate(sample["encoder_mask"]):
+                model_mask[i, row : row + length, k * width : k * width + mask.shape[1]] = mask
+        tensors[f"{prefix}.model_encoder_mask"] = model_mask
+        described[case] = {
+            "tiles_per_image": [tiles for _, tiles in samples],
+            "pad_direction": direction,
+            "pad_max_tiles": pad_max_tiles,
+            "pad_max_images": pad_max_images,
+        }
+    tensors["intervals.docstring"] = torch.tensor(
+        VisionCrossAttentionMask(tile_size=400, patch_size=40, image_token_id=1)._get_image_attention_intervals(
+            [1, 1, 9673, 527, 1403, 12875, 13, 1, 1115, 374, 264, 8415]
+        ),
+        dtype=torch.int64,
+    )
+    return described
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     image_dir = out / "images"
@@ -132,7 +220,11 @@ def main():
             "std": CLIP_STD if normalised else [],
         }
 
+    collate_cases = collate_references(tensors)
     save_file(tensors, str(out / "references.safetensors"))
+    (out / "collate_cases.json").write_text(
+        json.dumps({"image_token": IMAGE_TOKEN, "patches_per_tile": (TILE // PATCH) ** 2, "cases": collate_cases}, indent=1)
+    )
     (out / "cases.json").write_text(json.dumps(cases, indent=1))
     (out / "versions.json").write_text(
         json.dumps(

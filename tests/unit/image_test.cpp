@@ -16,6 +16,8 @@
 #include "test_helpers.h"
 #include "tile_canvas.h"
 #include "tiled_image_transform.h"
+#include "tiled_images_collate.h"
+#include "vision_cross_attention_mask.h"
 
 namespace {
 
@@ -162,6 +164,103 @@ TEST(TiledImageTransform, BadSettingsAreRefused) {
   ft_images::TiledImageSettings canvas;
   canvas.possible_canvases = {{224, 300}};
   EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{canvas}; }).find("not a whole number"), std::string::npos);
+}
+
+std::vector<std::int64_t> as_ids(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
+}
+
+TEST(VisionCrossAttentionMask, IntervalsAsTorchtunesDocumentedExample) {
+  const auto intervals =
+      ft_images::image_attention_intervals({1, 1, 9673, 527, 1403, 12875, 13, 1, 1115, 374, 264, 8415}, 1);
+  const at::Tensor expected = references().tensor("intervals.docstring");
+  ASSERT_EQ(static_cast<std::int64_t>(intervals.size()), expected.size(0));
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    EXPECT_EQ(intervals[i].begin, expected[static_cast<std::int64_t>(i)][0].item<std::int64_t>());
+    EXPECT_EQ(intervals[i].end, expected[static_cast<std::int64_t>(i)][1].item<std::int64_t>());
+  }
+  const std::string refused = error_of([] { ft_images::vision_cross_attention_masks({1, 5, 1}, 1, {2}, 4, "row 3"); });
+  EXPECT_NE(refused.find("row 3: 2 image token(s) (id 1) in the text but 1 image(s)"), std::string::npos) << refused;
+}
+
+// torchtune's masks and collated batch for the same samples; the encoder mask in the model's
+// layout, which torchtune's differs from when a sample has several images (docs/parity.md).
+TEST(TiledImagesCollate, BatchesAsTorchtuneWithTheModelsMaskLayout) {
+  const nlohmann::json described = nlohmann::json::parse(fttest::read_file(reference_dir() + "/collate_cases.json"));
+  const auto image_token = described.at("image_token").get<std::int64_t>();
+  const auto patches_per_tile = described.at("patches_per_tile").get<std::int64_t>();
+  ASSERT_EQ(described.at("cases").size(), 3u);
+  for (const auto& [name, c] : described.at("cases").items()) {
+    SCOPED_TRACE(name);
+    const std::string prefix = "collate." + name;
+    const bool right = c.at("pad_direction") == "right";
+    std::vector<ft_images::TiledImagesSample> samples;
+    const auto tiles = c.at("tiles_per_image").get<std::vector<std::vector<std::int64_t>>>();
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      const std::string sample_prefix = prefix + ".sample" + std::to_string(i);
+      ft_images::TiledImagesSample sample;
+      sample.tokens = as_ids(references().tensor(sample_prefix + ".tokens"));
+      sample.labels = as_ids(references().tensor(sample_prefix + ".labels"));
+      sample.masks = ft_images::vision_cross_attention_masks(sample.tokens, image_token, tiles[i], patches_per_tile,
+                                                             sample_prefix);
+      for (std::size_t k = 0; k < tiles[i].size(); ++k) {
+        const std::string image = sample_prefix + ".image" + std::to_string(k);
+        sample.images.push_back(references().tensor(image));
+        const auto aspect = as_ids(references().tensor(sample_prefix + ".aspect" + std::to_string(k)));
+        sample.aspect_ratios.push_back({aspect[0], aspect[1]});
+        EXPECT_TRUE(sample.masks[k].equal(references().tensor(sample_prefix + ".mask" + std::to_string(k)))) << image;
+      }
+      samples.push_back(std::move(sample));
+    }
+    ft_images::TiledImagesCollateSettings settings;
+    settings.pad_direction = right ? ft_images::PadDirection::right : ft_images::PadDirection::left;
+    if (!c.at("pad_max_tiles").is_null()) settings.pad_max_tiles = c.at("pad_max_tiles").get<std::int64_t>();
+    if (!c.at("pad_max_images").is_null()) settings.pad_max_images = c.at("pad_max_images").get<std::int64_t>();
+    const ft_images::TiledImagesBatch batch = ft_images::collate_tiled_images_and_mask(samples, settings);
+    EXPECT_TRUE(batch.tokens.equal(references().tensor(prefix + ".tokens")));
+    EXPECT_EQ(batch.labels.defined(), right);
+    if (right) {
+      EXPECT_TRUE(batch.labels.equal(references().tensor(prefix + ".labels")));
+    }
+    EXPECT_TRUE(batch.images.equal(references().tensor(prefix + ".images")));
+    EXPECT_TRUE(batch.aspect_ratio.equal(references().tensor(prefix + ".aspect_ratio")));
+    EXPECT_TRUE(batch.encoder_mask.equal(references().tensor(prefix + ".model_encoder_mask")));
+    // torchtune's mask is this layout's [batch, images, text, tiles x tokens] memory viewed as
+    // [batch, text, images x tiles x tokens].
+    if (c.at("pad_max_images").is_null()) {
+      const auto b = batch.encoder_mask.size(0);
+      const auto s = batch.encoder_mask.size(1);
+      const auto n = batch.images.size(1);
+      const at::Tensor as_torchtune =
+          batch.encoder_mask.view({b, s, n, -1}).permute({0, 2, 1, 3}).contiguous().view({b, s, -1});
+      EXPECT_TRUE(as_torchtune.equal(references().tensor(prefix + ".torchtune_encoder_mask")));
+    }
+  }
+}
+
+TEST(TiledImagesCollate, RefusesWhatItCannotPad) {
+  ft_images::TiledImagesSample sample;
+  sample.tokens = {99, 5};
+  sample.labels = {99, 5};
+  sample.images = {at::zeros({3, 3, 4, 4})};
+  sample.aspect_ratios = {{1, 3}};
+  sample.masks = ft_images::vision_cross_attention_masks(sample.tokens, 99, {3}, 4, "sample");
+  ft_images::TiledImagesCollateSettings settings;
+  settings.pad_max_tiles = 2;
+  EXPECT_NE(error_of([&] {
+              ft_images::collate_tiled_images_and_mask({sample}, settings);
+            }).find("an image has 3 tiles, more than pad_max_tiles (2)"),
+            std::string::npos);
+  ft_images::TiledImagesSample text_only;
+  text_only.tokens = text_only.labels = {5, 6};
+  EXPECT_NE(error_of([&] { ft_images::collate_tiled_images_and_mask({text_only}, {}); }).find("no sample"),
+            std::string::npos);
+  // A text-only sample beside one with an image gets padding only (torchtune's collate stops).
+  const auto mixed = ft_images::collate_tiled_images_and_mask({sample, text_only}, {});
+  EXPECT_EQ(mixed.images.sizes(), (std::vector<std::int64_t>{2, 1, 3, 3, 4, 4}));
+  EXPECT_FALSE(mixed.encoder_mask[1].any().item<bool>());
+  EXPECT_EQ(mixed.aspect_ratio[1][0][0].item<std::int64_t>(), 1);
 }
 
 }  // namespace
