@@ -21,7 +21,12 @@
 
 namespace {
 
-std::string reference_dir() { return std::string(FT_FAMILY_GOLDEN_DIR) + "/../image_references"; }
+// The build tree's image_references/ (tests/CMakeLists.txt), found from the build's bin/fthost.
+std::string reference_dir() {
+  const std::string binary = FTHOST_BINARY;
+  const std::string bin = binary.substr(0, binary.find_last_of('/'));
+  return bin.substr(0, bin.find_last_of('/')) + "/image_references";
+}
 std::string image_path(const std::string& name) { return reference_dir() + "/images/" + name; }
 
 const ft_checkpointers::SafetensorsFile& references() {
@@ -73,6 +78,7 @@ TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
                                  "rgb_300x200_lossy.webp", "rgb_300x200_lossless.webp"}) {
     SCOPED_TRACE(name);
     const std::string bytes = fttest::read_file(image_path(name));
+    ASSERT_GT(bytes.size(), 100u) << image_path(name);
     const std::string message = refusal(bytes.substr(0, bytes.size() / 2), "sample 7 (" + name + ")");
     EXPECT_NE(message.find("sample 7 (" + name + "): "), std::string::npos) << message;
     EXPECT_NE(message.find("truncated"), std::string::npos) << message;
@@ -81,6 +87,7 @@ TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   const std::string text = refusal("{\"not\": \"an image\"}", "notes.jpg");
   EXPECT_NE(text.find("notes.jpg: not a JPEG, PNG or WebP image"), std::string::npos) << text;
   std::string corrupt = fttest::read_file(image_path("rgb_300x200.png"));
+  ASSERT_GT(corrupt.size(), 100u) << image_path("rgb_300x200.png");
   corrupt[60] = static_cast<char>(corrupt[60] ^ 0x55);  // inside IDAT: its CRC no longer matches
   EXPECT_NE(refusal(corrupt, "crc.png").find("crc.png: unreadable PNG"), std::string::npos);
 
