@@ -8,7 +8,7 @@ with transparency, RGBA, 4-bit grayscale, progressive and 4:4:4 JPEG, lossless a
 from seeded patterns, and reads them back as torchtune does (PIL.Image.open, convert("RGB")).
 torchtune's CLIPImageTransform (the image half of llama3_2_vision_transform; it resizes with
 torchvision) tiles some of them under several settings. Also written: images fthost must refuse
-(CMYK JPEG, 16-bit grayscale PNG, animated WebP).
+(CMYK JPEG, 16-bit grayscale PNG, animated WebP, a PNG header of 400M pixels).
 
 Writes OUT_DIR/images/<name>, OUT_DIR/references.safetensors ("decoded.<name>": uint8 [H, W, 3];
 "tiles.<case>", "aspect_ratio.<case>"; "canvases.<max_num_tiles>.<tile_size>": int64 [n, 2]),
@@ -24,7 +24,9 @@ from torchtune's per-image masks.
 """
 import json
 import pathlib
+import struct
 import sys
+import zlib
 
 import numpy as np
 import PIL
@@ -81,7 +83,17 @@ def write_images(directory):
     return images
 
 
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
 def write_refused(directory):
+    # A header claiming 20000 x 20000 RGB pixels (PIL: DecompressionBombError) and one row's data.
+    ihdr = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
+    idat = zlib.compress(bytes(1 + 3 * 20000))
+    (directory / "bomb.png").write_bytes(
+        b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b"")
+    )
     Image.fromarray(pattern(20, 30, 8)).convert("CMYK").save(directory / "cmyk.jpg")
     gray16 = np.asarray(Image.fromarray(pattern(20, 30, 9)).convert("L"), dtype=np.uint16) * 257
     Image.fromarray(gray16).save(directory / "gray16.png")

@@ -97,6 +97,8 @@ TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   EXPECT_NE(gray16.find("gray16.png: a 16-bit grayscale PNG"), std::string::npos) << gray16;
   const std::string animated = error_of([] { ft_images::read_image_file(image_path("animated.webp")); });
   EXPECT_NE(animated.find("animated.webp: an animated WebP"), std::string::npos) << animated;
+  const std::string bomb = error_of([] { ft_images::read_image_file(image_path("bomb.png")); });
+  EXPECT_NE(bomb.find("bomb.png: 20000 x 20000 pixels, more than 178956970"), std::string::npos) << bomb;
   const std::string missing = error_of([] { ft_images::read_image_file(image_path("missing.png")); });
   EXPECT_NE(missing.find("missing.png: cannot open the image"), std::string::npos) << missing;
 }

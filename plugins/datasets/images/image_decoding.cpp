@@ -22,7 +22,17 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& source, const std::string& what) { throw ft::Error(source + ": " + what); }
 
-at::Tensor empty_rgb(std::int64_t height, std::int64_t width) {
+// PIL refuses (DecompressionBombError) an image of more than twice Image.MAX_IMAGE_PIXELS
+// (89,478,485) pixels: a small file that would decode to gigabytes. So does this, before
+// allocating; and an image of no pixels.
+constexpr std::int64_t max_image_pixels = 2 * 89478485LL;
+
+at::Tensor empty_rgb(std::int64_t height, std::int64_t width, const std::string& source) {
+  if (height < 1 || width < 1)
+    refuse(source, "an image of " + std::to_string(width) + " x " + std::to_string(height) + " pixels");
+  if (height * width > max_image_pixels)
+    refuse(source, std::to_string(width) + " x " + std::to_string(height) + " pixels, more than " +
+                       std::to_string(max_image_pixels) + " (PIL's limit against decompression bombs)");
   return at::empty({height, width, 3}, at::TensorOptions().dtype(at::kByte));
 }
 
@@ -100,7 +110,7 @@ at::Tensor decode_jpeg(std::string_view bytes, const std::string& source) {
            "formula, which fthost does not reproduce): convert it to RGB");
   const auto height = static_cast<std::int64_t>(reader.info.image_height);
   const auto width = static_cast<std::int64_t>(reader.info.image_width);
-  at::Tensor image = empty_rgb(height, width);
+  at::Tensor image = empty_rgb(height, width, source);
   if (!jpeg_decode_guarded(&reader, image.data_ptr<std::uint8_t>(), static_cast<std::size_t>(width) * 3))
     refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")");
   if (reader.error.truncated) refuse(source, "truncated JPEG (the file ends before the image does)");
@@ -195,7 +205,7 @@ at::Tensor decode_png(std::string_view bytes, const std::string& source) {
   if (png_get_rowbytes(png, info) != static_cast<std::size_t>(width) * 3)
     refuse(source, "unsupported PNG layout (color type " + std::to_string(header.color_type) + ", bit depth " +
                        std::to_string(header.bit_depth) + ")");
-  at::Tensor image = empty_rgb(height, width);
+  at::Tensor image = empty_rgb(height, width, source);
   std::vector<png_bytep> rows(static_cast<std::size_t>(height));
   auto* pixels = image.data_ptr<std::uint8_t>();
   for (std::int64_t y = 0; y < height; ++y) rows[static_cast<std::size_t>(y)] = pixels + y * width * 3;
@@ -223,7 +233,7 @@ at::Tensor decode_webp(std::string_view bytes, const std::string& source) {
   if (status != VP8_STATUS_OK) refuse(source, std::string("unreadable WebP (") + webp_status_text(status) + ")");
   if (features.has_animation)
     refuse(source, "an animated WebP; fthost reads still images (save the frame the sample means as its own file)");
-  at::Tensor image = empty_rgb(features.height, features.width);
+  at::Tensor image = empty_rgb(features.height, features.width, source);
   const auto stride = features.width * 3;
   const auto size = static_cast<std::size_t>(stride) * static_cast<std::size_t>(features.height);
   // The colour conversion of a lossy image's YUV is libwebp's (PIL's decoder is libwebp too); an
