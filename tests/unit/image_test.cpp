@@ -21,6 +21,8 @@
 
 namespace {
 
+using fttest::error_of;
+
 // The build tree's image_references/ (tests/CMakeLists.txt), found from the build's bin/fthost.
 std::string reference_dir() {
   const std::string binary = FTHOST_BINARY;
@@ -32,15 +34,6 @@ std::string image_path(const std::string& name) { return reference_dir() + "/ima
 const ft_checkpointers::SafetensorsFile& references() {
   static const ft_checkpointers::SafetensorsFile file(reference_dir() + "/references.safetensors");
   return file;
-}
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ft::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ImageDecoding, EveryPixelAsPillowConvertsItToRgb) {
@@ -72,7 +65,7 @@ TEST(ImageDecoding, TheFormatIsToldByTheBytesNotTheName) {
 
 TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   const auto refusal = [](const std::string& bytes, const std::string& source) {
-    return error_of([&] { ft_images::decode_image(bytes, source); });
+    return error_of<ft::Error>([&] { ft_images::decode_image(bytes, source); });
   };
   for (const std::string name : {"rgb_300x200.jpg", "rgb_300x200_progressive.jpg", "rgb_300x200.png",
                                  "rgb_300x200_lossy.webp", "rgb_300x200_lossless.webp"}) {
@@ -91,15 +84,15 @@ TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   corrupt[60] = static_cast<char>(corrupt[60] ^ 0x55);  // inside IDAT: its CRC no longer matches
   EXPECT_NE(refusal(corrupt, "crc.png").find("crc.png: unreadable PNG"), std::string::npos);
 
-  const std::string cmyk = error_of([] { ft_images::read_image_file(image_path("cmyk.jpg")); });
+  const std::string cmyk = error_of<ft::Error>([] { ft_images::read_image_file(image_path("cmyk.jpg")); });
   EXPECT_NE(cmyk.find("cmyk.jpg: a CMYK JPEG"), std::string::npos) << cmyk;
-  const std::string gray16 = error_of([] { ft_images::read_image_file(image_path("gray16.png")); });
+  const std::string gray16 = error_of<ft::Error>([] { ft_images::read_image_file(image_path("gray16.png")); });
   EXPECT_NE(gray16.find("gray16.png: a 16-bit grayscale PNG"), std::string::npos) << gray16;
-  const std::string animated = error_of([] { ft_images::read_image_file(image_path("animated.webp")); });
+  const std::string animated = error_of<ft::Error>([] { ft_images::read_image_file(image_path("animated.webp")); });
   EXPECT_NE(animated.find("animated.webp: an animated WebP"), std::string::npos) << animated;
-  const std::string bomb = error_of([] { ft_images::read_image_file(image_path("bomb.png")); });
+  const std::string bomb = error_of<ft::Error>([] { ft_images::read_image_file(image_path("bomb.png")); });
   EXPECT_NE(bomb.find("bomb.png: 20000 x 20000 pixels, more than 178956970"), std::string::npos) << bomb;
-  const std::string missing = error_of([] { ft_images::read_image_file(image_path("missing.png")); });
+  const std::string missing = error_of<ft::Error>([] { ft_images::read_image_file(image_path("missing.png")); });
   EXPECT_NE(missing.find("missing.png: cannot open the image"), std::string::npos) << missing;
 }
 
@@ -163,16 +156,19 @@ TEST(TiledImageTransform, TilesBitForBitAsTorchtunesClipImageTransform) {
 TEST(TiledImageTransform, BadSettingsAreRefused) {
   ft_images::TiledImageSettings settings;
   settings.mean = {0.5, 0.5, 0.5};
-  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{settings}; }).find("image_mean and image_std"),
+  EXPECT_NE(error_of<ft::Error>([&] { ft_images::TiledImageTransform{settings}; }).find("image_mean and image_std"),
             std::string::npos);
   settings.std = {0.5, 0.0, 0.5};
-  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{settings}; }).find("divide by zero"), std::string::npos);
+  EXPECT_NE(error_of<ft::Error>([&] { ft_images::TiledImageTransform{settings}; }).find("divide by zero"),
+            std::string::npos);
   ft_images::TiledImageSettings tiles;
   tiles.max_num_tiles = 0;
-  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{tiles}; }).find("max_num_tiles >= 1"), std::string::npos);
+  EXPECT_NE(error_of<ft::Error>([&] { ft_images::TiledImageTransform{tiles}; }).find("max_num_tiles >= 1"),
+            std::string::npos);
   ft_images::TiledImageSettings canvas;
   canvas.possible_canvases = {{224, 300}};
-  EXPECT_NE(error_of([&] { ft_images::TiledImageTransform{canvas}; }).find("not a whole number"), std::string::npos);
+  EXPECT_NE(error_of<ft::Error>([&] { ft_images::TiledImageTransform{canvas}; }).find("not a whole number"),
+            std::string::npos);
 }
 
 std::vector<std::int64_t> as_ids(const at::Tensor& t) {
@@ -189,7 +185,9 @@ TEST(VisionCrossAttentionMask, IntervalsAsTorchtunesDocumentedExample) {
     EXPECT_EQ(intervals[i].begin, expected[static_cast<std::int64_t>(i)][0].item<std::int64_t>());
     EXPECT_EQ(intervals[i].end, expected[static_cast<std::int64_t>(i)][1].item<std::int64_t>());
   }
-  const std::string refused = error_of([] { ft_images::vision_cross_attention_masks({1, 5, 1}, 1, {2}, 4, "row 3"); });
+  const std::string refused = error_of<ft::Error>([] {
+    ft_images::vision_cross_attention_masks({1, 5, 1}, 1, {2}, 4, "row 3");
+  });
   EXPECT_NE(refused.find("row 3: 2 image token(s) (id 1) in the text but 1 image(s)"), std::string::npos) << refused;
 }
 
@@ -257,13 +255,13 @@ TEST(TiledImagesCollate, RefusesWhatItCannotPad) {
   sample.masks = ft_images::vision_cross_attention_masks(sample.tokens, 99, {3}, 4, "sample");
   ft_images::TiledImagesCollateSettings settings;
   settings.pad_max_tiles = 2;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_of<ft::Error>([&] {
               ft_images::collate_tiled_images_and_mask({sample}, settings);
             }).find("an image has 3 tiles, more than pad_max_tiles (2)"),
             std::string::npos);
   ft_images::TiledImagesSample text_only;
   text_only.tokens = text_only.labels = {5, 6};
-  EXPECT_NE(error_of([&] { ft_images::collate_tiled_images_and_mask({text_only}, {}); }).find("no sample"),
+  EXPECT_NE(error_of<ft::Error>([&] { ft_images::collate_tiled_images_and_mask({text_only}, {}); }).find("no sample"),
             std::string::npos);
   // A text-only sample beside one with an image gets padding only (torchtune's collate stops).
   const auto mixed = ft_images::collate_tiled_images_and_mask({sample, text_only}, {});

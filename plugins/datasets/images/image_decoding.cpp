@@ -1,9 +1,11 @@
 #include "image_decoding.h"
 
 #include <ft/errors.h>
+#include <ft/text.h>
 
 #include <ATen/ops/empty.h>
 
+#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -100,9 +102,9 @@ at::Tensor decode_jpeg(std::string_view bytes, const std::string& source) {
       if (reader.created) jpeg_destroy_decompress(&reader.info);
     }
   } destroy{reader};
+  const auto unreadable = [&] { refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")"); };
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (!jpeg_read_header_guarded(&reader, data, bytes.size()))
-    refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")");
+  if (!jpeg_read_header_guarded(&reader, data, bytes.size())) unreadable();
   const J_COLOR_SPACE colors = reader.info.jpeg_color_space;
   if (colors == JCS_CMYK || colors == JCS_YCCK)
     refuse(source,
@@ -111,8 +113,7 @@ at::Tensor decode_jpeg(std::string_view bytes, const std::string& source) {
   const auto height = static_cast<std::int64_t>(reader.info.image_height);
   const auto width = static_cast<std::int64_t>(reader.info.image_width);
   at::Tensor image = empty_rgb(height, width, source);
-  if (!jpeg_decode_guarded(&reader, image.data_ptr<std::uint8_t>(), static_cast<std::size_t>(width) * 3))
-    refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")");
+  if (!jpeg_decode_guarded(&reader, image.data_ptr<std::uint8_t>(), static_cast<std::size_t>(width) * 3)) unreadable();
   if (reader.error.truncated) refuse(source, "truncated JPEG (the file ends before the image does)");
   return image;
 }
@@ -192,14 +193,14 @@ at::Tensor decode_png(std::string_view bytes, const std::string& source) {
   png_set_read_fn(png, &input, png_read_from_memory);
   // Pillow reads pictures of any size its memory allows; libpng's default cap is 1,000,000 px a side.
   png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+  const auto unreadable = [&] { refuse(source, std::string("unreadable PNG (") + message.text + ")"); };
   PngHeader header{};
-  if (!png_read_header_guarded(png, info, &header))
-    refuse(source, std::string("unreadable PNG (") + message.text + ")");
+  if (!png_read_header_guarded(png, info, &header)) unreadable();
   if (header.bit_depth == 16 && header.color_type == PNG_COLOR_TYPE_GRAY)
     refuse(source,
            "a 16-bit grayscale PNG; PIL reads it as 32-bit integers and clips them to 8 bits, which "
            "fthost does not reproduce: convert it to 8 bits");
-  if (!png_set_rgb_guarded(png, info)) refuse(source, std::string("unreadable PNG (") + message.text + ")");
+  if (!png_set_rgb_guarded(png, info)) unreadable();
   const auto height = static_cast<std::int64_t>(header.height);
   const auto width = static_cast<std::int64_t>(header.width);
   if (png_get_rowbytes(png, info) != static_cast<std::size_t>(width) * 3)
@@ -209,7 +210,7 @@ at::Tensor decode_png(std::string_view bytes, const std::string& source) {
   std::vector<png_bytep> rows(static_cast<std::size_t>(height));
   auto* pixels = image.data_ptr<std::uint8_t>();
   for (std::int64_t y = 0; y < height; ++y) rows[static_cast<std::size_t>(y)] = pixels + y * width * 3;
-  if (!png_read_rows_guarded(png, rows.data())) refuse(source, std::string("unreadable PNG (") + message.text + ")");
+  if (!png_read_rows_guarded(png, rows.data())) unreadable();
   return image;
 }
 
@@ -270,9 +271,15 @@ at::Tensor decode_image(std::string_view bytes, const std::string& source) {
 
 at::Tensor read_image_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) refuse(path, std::string("cannot open the image: ") + std::strerror(errno));
+  if (!in) {
+    const int err = errno;  // before the message allocates
+    refuse(path, "cannot open the image: " + ft::errno_text(err));
+  }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) refuse(path, std::string("cannot read the image: ") + std::strerror(errno));
+  if (in.bad()) {
+    const int err = errno;
+    refuse(path, "cannot read the image: " + ft::errno_text(err));
+  }
   return decode_image(bytes, path);
 }
 
