@@ -65,7 +65,8 @@ struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
 };
 
 at::Tensor reference_rms_norm(const at::Tensor& x, const at::Tensor& scale, double eps) {
-  const at::Tensor xf = x.to(at::kFloat);
+  // float32, as Hugging Face normalises; float64 stays float64 (float32 would drop its bits).
+  const at::Tensor xf = x.to(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
   return (xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type()) * scale;
 }
 

@@ -40,8 +40,11 @@ struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
 
 at::Tensor reference_rotary(const at::Tensor& x, const RotaryTables& tables) {
   const std::int64_t half = x.size(-1) / 2;
-  const at::Tensor cos = tables.cos.unsqueeze(2), sin = tables.sin.unsqueeze(2);  // [b, s, 1, half]
-  const at::Tensor xf = x.to(at::kFloat);
+  // In float32, or in float64 for a float64 model: the tables are float32 values either way (as
+  // Hugging Face computes them), but rounding a float64 activation to float32 would lose its bits.
+  const auto wide = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor cos = tables.cos.unsqueeze(2).to(wide), sin = tables.sin.unsqueeze(2).to(wide);  // [b, s, 1, half]
+  const at::Tensor xf = x.to(wide);
   const at::Tensor x1 = xf.narrow(-1, 0, half), x2 = xf.narrow(-1, half, half);
   return at::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1).to(x.scalar_type());
 }

@@ -54,6 +54,10 @@ ft_kernels::RotaryTables shared_tables(const at::Tensor& positions, const at::Te
 
 at::Tensor apply_rotary_embedding(const at::Tensor& x, const at::Tensor& positions,
                                   const at::Tensor& inverse_frequencies) {
+  // A float64 model rotates by float64 angles of the same (float32-valued) frequencies: float32
+  // tables would limit it to float32 accuracy.
+  if (x.scalar_type() == at::kDouble)
+    return ft_kernels::rotary(x, ft_kernels::rotary_tables(positions, inverse_frequencies.to(at::kDouble)));
   return ft_kernels::rotary(x, shared_tables(positions, inverse_frequencies));
 }
 
