@@ -2,6 +2,7 @@
 // scaled embeddings, post-norms, soft caps, a query scale, and a sliding window on every layer or
 // on alternate ones.
 #include "decoder_builder.h"
+#include "decoder_layers.h"
 
 #include <ft/nn/l2_norm.h>
 #include <ft/nn/mixture_of_experts.h>
@@ -50,11 +51,14 @@ FeedForwardBlock feed_forward_block(const DecoderConfig& c, std::int64_t layer) 
   return mixture_of_experts(o);
 }
 
+Norm decoder_norm(const DecoderConfig& c, std::int64_t dim) {
+  return rms_norm(dim, c.norm_eps, c.norm_adds_one ? NormScale::OnePlusWeight : NormScale::Weight);
+}
+
 }  // namespace
 
-TransformerDecoder build_decoder(const DecoderConfig& c) {
-  const NormScale scaling = c.norm_adds_one ? NormScale::OnePlusWeight : NormScale::Weight;
-  auto norm = [&](std::int64_t dim) { return rms_norm(dim, c.norm_eps, scaling); };
+std::vector<TransformerLayer> build_decoder_layers(const DecoderConfig& c) {
+  auto norm = [&](std::int64_t dim) { return decoder_norm(c, dim); };
   const auto positions = rotary_embedding(c.resolved_head_dim(), c.rope_base, c.rope_scaling);
   std::vector<TransformerLayer> layers;
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
@@ -75,6 +79,10 @@ TransformerDecoder build_decoder(const DecoderConfig& c) {
     if (c.post_norms) parts.mlp_scale = norm(c.embed_dim);
     layers.emplace_back(std::move(parts));
   }
+  return layers;
+}
+
+TransformerDecoder build_decoder(const DecoderConfig& c) {
   DecoderOptions options;
   options.vocab_size = c.vocab_size;
   options.embed_dim = c.embed_dim;
@@ -83,7 +91,7 @@ TransformerDecoder build_decoder(const DecoderConfig& c) {
   options.scale_embeddings = c.scale_embeddings;
   options.final_logit_softcap = c.final_logit_softcap;
   options.router_aux_loss_coef = c.experts.router_aux_loss_coef;
-  return TransformerDecoder(options, std::move(layers), norm(c.embed_dim));
+  return TransformerDecoder(options, build_decoder_layers(c), decoder_norm(c, c.embed_dim));
 }
 
 }  // namespace ft_models

@@ -1,0 +1,164 @@
+// Llama 3.2 Vision's image encoder, projector and fusion decoder against transformers' Mllama
+// itself (tests/vision_references/make_mllama_references.py, the ctest fixture
+// vision_references), in float64 on a tiny model with every mechanism: tiles padded within an
+// image and images padded within a batch, tokens padded to a multiple of 8, gated embeddings and
+// layers, intermediate layer outputs, grouped-query cross-attention with q/k norms, text before
+// the first image, and text alone. The reference zeroes a text row that sees no image in both
+// blocks of a cross-attention layer, as Meta's published model does (docs/parity.md).
+#include <ft/errors.h>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "builtin_plugins.h"
+#include "safetensors.h"
+#include "test_helpers.h"
+#include "vision_language_model.h"
+
+namespace {
+
+using ft_checkpointers::SafetensorsFile;
+using fttest::error_of;
+
+// The build tree's vision_references/ (tests/CMakeLists.txt), found from the build's bin/fthost.
+std::string reference_dir() {
+  const std::string binary = FTHOST_BINARY;
+  const std::string bin = binary.substr(0, binary.find_last_of('/'));
+  return bin.substr(0, bin.find_last_of('/')) + "/vision_references/mllama_tiny";
+}
+
+const SafetensorsFile& reference_case() {
+  static const SafetensorsFile file(reference_dir() + "/case.safetensors");
+  return file;
+}
+
+ft_models::VisionLanguageConfig tiny_config() {
+  const ft::ConfigNode node = fttest::config_root("[model]\npath = \"" + reference_dir() + "\"\n").table("model");
+  return ft_models::read_mllama_config(ft_models::ConfigJsonReader(node, reference_dir()));
+}
+
+// The tiny model in float64 with the reference's weights.
+ft_models::VisionLanguageModel loaded_model() {
+  ft_models::VisionLanguageModel model(tiny_config());
+  model->to(at::kDouble);
+  const SafetensorsFile weights(reference_dir() + "/model.safetensors");
+  for (const auto& named : ft_models::mllama_hf_parameters(*model))
+    ft::assign_checkpoint_value(named, weights.tensor(named.name));
+  return model;
+}
+
+ft_models::VisionLanguageInput reference_input() {
+  const auto& r = reference_case();
+  ft_models::VisionLanguageInput input;
+  input.tokens = r.tensor("input_ids").clone();
+  input.images = r.tensor("pixel_values").clone();
+  input.aspect_ratio_ids = r.tensor("aspect_ratio_ids").clone();
+  input.tile_mask = r.tensor("aspect_ratio_mask").clone();
+  // Hugging Face's [b, s, images, tiles] mask, each tile widened to its tokens: the layout
+  // padded_collate_tiled_images_and_mask builds.
+  const at::Tensor per_tile = r.tensor("cross_attention_mask");
+  const std::int64_t tokens = tiny_config().vision.tokens_per_tile();
+  input.encoder_mask = per_tile.repeat_interleave(tokens, 3).flatten(2).ne(0);
+  return input;
+}
+
+void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what, double tolerance) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  const double scale = std::max(1.0, expected.abs().max().item<double>());
+  const double difference = (actual.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
+  EXPECT_LE(difference, tolerance * scale)
+      << what << ": largest difference " << difference << " (values up to " << scale << ")";
+}
+
+TEST(Llama32Vision, ReadsTheConfigTransformersWrote) {
+  const auto c = tiny_config();
+  EXPECT_EQ(c.vision.tokens_per_tile(), 5);
+  EXPECT_EQ(c.vision.output_dim, 96);
+  EXPECT_EQ(c.vision.max_aspect_ratio_id(), 8);
+  EXPECT_EQ(c.vision.aspect_ratio_id(2, 1), 5);
+  EXPECT_EQ(c.vision.aspect_ratio_id(3, 3), 0);
+  EXPECT_EQ(c.decoder.text.num_layers, 3);  // num_hidden_layers 5, of which 2 cross-attention
+  EXPECT_EQ(c.decoder.cross_attention_layers, (std::vector<std::int64_t>{1, 3}));
+  EXPECT_EQ(c.image_token_index, 300);
+}
+
+TEST(Llama32Vision, EveryCheckpointTensorIsOneParameter) {
+  ft_models::VisionLanguageModel model(tiny_config());
+  const SafetensorsFile weights(reference_dir() + "/model.safetensors");
+  std::set<std::string> names;
+  std::int64_t elements = 0;
+  for (const auto& named : ft_models::mllama_hf_parameters(*model)) {
+    EXPECT_TRUE(names.insert(named.name).second) << named.name << " twice";
+    const auto* record = weights.find(named.name);
+    ASSERT_NE(record, nullptr) << named.name << " is not in the checkpoint";
+    EXPECT_EQ(ft::checkpoint_shape(named), record->shape) << named.name;
+    elements += c10::multiply_integers(ft::checkpoint_shape(named));
+  }
+  EXPECT_EQ(names.size(), weights.records().size());
+  std::int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  EXPECT_EQ(elements, parameters) << "a parameter no checkpoint name reaches, or one reached twice";
+}
+
+TEST(Llama32Vision, EncoderOutputIsTransformers) {
+  auto model = loaded_model();
+  const auto input = reference_input();
+  const at::Tensor states = model->encoder->forward(input.images, input.aspect_ratio_ids, input.tile_mask);
+  expect_close(states, reference_case().tensor("vision_output"), "vision_output", 1e-11);
+}
+
+TEST(Llama32Vision, LogitsLossAndEveryGradientAreTransformers) {
+  auto model = loaded_model();
+  const auto& r = reference_case();
+  const at::Tensor logits = model->logits(reference_input());
+  expect_close(logits, r.tensor("logits"), "logits", 1e-11);
+
+  // Hugging Face's causal LM loss: position i predicts label i + 1, -100 ignored, the mean.
+  const at::Tensor labels = r.tensor("labels");
+  const std::int64_t vocab = logits.size(-1);
+  const at::Tensor loss =
+      at::cross_entropy_loss(logits.narrow(1, 0, logits.size(1) - 1).reshape({-1, vocab}),
+                             labels.narrow(1, 1, labels.size(1) - 1).reshape({-1}), {}, at::Reduction::Mean, -100);
+  expect_close(loss, r.tensor("loss"), "loss", 1e-11);
+  loss.backward();
+  int compared = 0;
+  for (const auto& named : ft_models::mllama_hf_parameters(*model)) {
+    at::Tensor grad;
+    if (named.parts.empty()) {
+      grad = named.tensor.grad();
+    } else {
+      std::vector<at::Tensor> parts;
+      for (const auto& part : named.parts) parts.push_back(part.grad());
+      grad = at::cat(parts, named.parts_dim);
+    }
+    const at::Tensor expected = r.tensor("grad." + named.name);
+    if (!grad.defined()) grad = at::zeros_like(expected);
+    expect_close(grad, expected, "gradient of " + named.name, 1e-11);
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(ft_models::mllama_hf_parameters(*model).size()));
+}
+
+TEST(Llama32Vision, TextAloneSkipsTheCrossAttentionLayers) {
+  auto model = loaded_model();
+  const SafetensorsFile text_only(reference_dir() + "/text_only.safetensors");
+  ft_models::VisionLanguageInput input;
+  input.tokens = text_only.tensor("input_ids").clone();
+  expect_close(model->logits(input), text_only.tensor("logits"), "text-only logits", 1e-11);
+}
+
+TEST(Llama32Vision, AMaskOfTheWrongShapeIsRefusedWithBothShapes) {
+  auto model = loaded_model();
+  auto input = reference_input();
+  input.encoder_mask = input.encoder_mask.narrow(2, 0, 7);
+  const std::string message = error_of<ft::Error>([&] { model->logits(input); });
+  EXPECT_NE(message.find("[2, 12, 40]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[2, 12, 7]"), std::string::npos) << message;
+}
+
+}  // namespace
