@@ -112,6 +112,18 @@ TEST(Llama32Vision, EncoderOutputIsTransformers) {
   expect_close(states, reference_case().tensor("vision_output"), "vision_output", 1e-11);
 }
 
+// The published model always sees max_num_tiles tiles per image: a batch padded to fewer (here
+// sample 0 alone, whose images have 2 and 1 tiles) gives the same states for the tiles it has.
+TEST(Llama32Vision, TheEncoderPadsEveryImageToTheMostTilesItself) {
+  auto model = loaded_model();
+  const auto input = reference_input();
+  const at::Tensor states =
+      model->encoder->forward(input.images.narrow(0, 0, 1).narrow(2, 0, 2), input.aspect_ratio_ids.narrow(0, 0, 1),
+                              input.tile_mask.narrow(0, 0, 1).narrow(2, 0, 2));
+  expect_close(states, reference_case().tensor("vision_output").narrow(0, 0, 1).narrow(2, 0, 2),
+               "vision_output of two tiles", 1e-11);
+}
+
 TEST(Llama32Vision, LogitsLossAndEveryGradientAreTransformers) {
   auto model = loaded_model();
   const auto& r = reference_case();

@@ -26,9 +26,7 @@ TileEmbeddingImpl::TileEmbeddingImpl(std::int64_t max_aspect_ratio_id, std::int6
 }
 
 at::Tensor TileEmbeddingImpl::forward(const at::Tensor& x, const at::Tensor& aspect_ratio_ids) const {
-  const at::Tensor per_tile = at::embedding(embedding, aspect_ratio_ids).view({x.size(0), -1, 1, x.size(3)});
-  // An image of fewer tiles than the table holds uses the first rows.
-  return x + per_tile.narrow(1, 0, x.size(1)) * gate.tanh();
+  return x + at::embedding(embedding, aspect_ratio_ids).view({x.size(0), x.size(1), 1, x.size(3)}) * gate.tanh();
 }
 
 namespace {
@@ -105,6 +103,15 @@ at::Tensor TiledVisionEncoderImpl::forward(const at::Tensor& pixels, const at::T
       tile_mask.sizes() != at::IntArrayRef{batch, per_sample, tiles})
     throw ft::Error("vision encoder: aspect-ratio ids " + ft::shape_text(aspect_ratio_ids.sizes()) + " and tile mask " +
                     ft::shape_text(tile_mask.sizes()) + " do not match images " + ft::shape_text(pixels.sizes()));
+  // The published model always sees max_num_tiles tiles per image (Hugging Face's processor pads
+  // to them, and padding tiles take part in attention), whatever the batch was padded to: fewer
+  // are padded here with zero tiles, and dropped again from the output.
+  if (tiles < c.max_num_tiles) {
+    const std::int64_t missing = c.max_num_tiles - tiles;
+    at::Tensor padded_pixels = at::constant_pad_nd(pixels, {0, 0, 0, 0, 0, 0, 0, missing});
+    at::Tensor padded_mask = at::constant_pad_nd(tile_mask, {0, missing});
+    return forward(padded_pixels, aspect_ratio_ids, padded_mask).narrow(2, 0, tiles);
+  }
   const at::Tensor ids = aspect_ratio_ids.reshape({images});
   const c10::ScalarType dtype = patch_embedding.scalar_type();
 
@@ -115,8 +122,7 @@ at::Tensor TiledVisionEncoderImpl::forward(const at::Tensor& pixels, const at::T
   x = at::cat({class_embedding.expand({images, tiles, 1, d}), x}, 2);
   const at::Tensor gate = position_gate.tanh();
   x = x + (1 - gate) * position_embedding.view({1, 1, tokens, d});
-  const at::Tensor per_tile = at::embedding(tile_position_embedding, ids).view({images, -1, tokens, d});
-  x = x + gate * per_tile.narrow(1, 0, tiles);
+  x = x + gate * at::embedding(tile_position_embedding, ids).view({images, tiles, tokens, d});
   x = layernorm_pre->forward(x);
 
   // Each tile's tokens padded to a multiple of 8 (1601 -> 1608 for 448-pixel tiles), as Meta's

@@ -33,8 +33,9 @@ class TiledVisionEncoderImpl : public torch::nn::Module {
  public:
   explicit TiledVisionEncoderImpl(const TiledVisionConfig& config);
   // pixels: [batch, images, tiles, channels, size, size]; aspect_ratio_ids: [batch, images]
-  // int64 (0: a padding image); tile_mask: [batch, images, tiles], nonzero for real tiles.
-  // Returns [batch, images, tiles, tokens_per_tile, output_dim].
+  // int64 (0: a padding image); tile_mask: [batch, images, tiles], nonzero for real tiles. Fewer
+  // than max_num_tiles tiles are padded to them inside (the output does not depend on how far a
+  // batch was padded). Returns [batch, images, tiles, tokens_per_tile, output_dim].
   at::Tensor forward(const at::Tensor& pixels, const at::Tensor& aspect_ratio_ids, const at::Tensor& tile_mask) const;
 
   const TiledVisionConfig& config() const { return config_; }
