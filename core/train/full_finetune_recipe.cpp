@@ -12,6 +12,7 @@
 #include <ft/log.h>
 #include <ft/model_context_parallelism.h>
 #include <ft/model_expert_parallelism.h>
+#include <ft/model_image_input.h>
 #include <ft/model_layer_checkpointing.h>
 #include <ft/model_tensor_parallelism.h>
 
@@ -518,9 +519,22 @@ FullFinetuneRecipe::ForwardLoss FullFinetuneRecipe::forward_loss(const ft::Batch
     else
       input.mask = ft::block_causal_mask(batch.document_lengths, batch.tokens.size(1)).to(s_.device);
   }
-  const ft::ModelOutput output = model_->forward(input, loss_->output_request());
+  const ft::ModelOutput output = batch.images.defined() ? forward_with_images(input, batch.images)
+                                                        : model_->forward(input, loss_->output_request());
   return {loss_->sum(output, targets, *model_), output.auxiliary_loss, output.expert_load};
 }  // the logits go here, before backward, which would otherwise peak with them alive
+
+ft::ModelOutput FullFinetuneRecipe::forward_with_images(const ft::ModelInput& input, const ft::BatchImages& images) {
+  auto* reader = ft::role_of<ft::ModelImageInput>(*model_);
+  if (!reader)
+    throw ft::Error("the dataset gives images, and the model (" + root_.table("model").get<std::string>("_component_") +
+                    ") takes none: a multimodal dataset needs a vision model (e.g. "
+                    "torchtune.models.llama3_2_vision.llama3_2_vision_11b)");
+  const auto on_device = [&](const at::Tensor& t) { return t.defined() ? t.to(s_.device) : t; };
+  const ft::BatchImages moved{on_device(images.images), on_device(images.aspect_ratio), on_device(images.tile_count),
+                              on_device(images.encoder_mask)};
+  return reader->forward_with_images(input, moved, loss_->output_request());
+}
 
 void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
   if (!std::isfinite(step.loss)) ft::log::warn("step {}: loss is {}", global_step_, step.loss);

@@ -113,6 +113,8 @@ class FullFinetuneRecipe {
   // The loss summed over `targets`' tokens; the model's outputs are freed before it returns.
   at::Tensor loss_sum(const ft::Batch& batch, const at::Tensor& targets);
   ForwardLoss forward_loss(const ft::Batch& batch, const at::Tensor& targets);
+  // The model's forward with a multimodal batch's images (its ModelImageInput role).
+  ft::ModelOutput forward_with_images(const ft::ModelInput& input, const ft::BatchImages& images);
   void log_step(std::int64_t epoch, const StepTotals& totals);
   // After a step of `epoch`: the epoch's checkpoint after its last step, a step_N checkpoint
   // every save_every_n_steps steps.

@@ -23,6 +23,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
+
 namespace ft_parallelism {
 
 namespace {
@@ -51,6 +53,11 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     // whatever it loaded or initialised.
     for (auto& group : groups_)
       for (auto& p : group.parameters) group_of(p).broadcast(p, 0);
+    // Frozen parameters were broadcast with the rest; they have no gradient to reduce.
+    for (auto& group : groups_)
+      group.parameters.erase(std::remove_if(group.parameters.begin(), group.parameters.end(),
+                                            [](const at::Tensor& p) { return !p.requires_grad(); }),
+                             group.parameters.end());
     trainable_indices_.clear();
     for (const auto& group : groups_) {
       std::vector<std::size_t> indices;

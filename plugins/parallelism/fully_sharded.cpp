@@ -56,10 +56,13 @@ struct ShardedBuffer {
   std::vector<at::Tensor> parameters;  // the model's live parameters: views into `full`
   std::int64_t numel = 0;
   std::int64_t shard_numel = 0;
-  at::Tensor full;                         // [shard_numel * shard_size]; its storage exists only while gathered
-  at::Tensor shard;                        // [shard_numel], this rank's slice: the tensor the optimizer steps
-  std::size_t shard_index = 0;             // in what parallelize() returned
-  std::shared_ptr<ft::Collectives> group;  // the ranks sharing `full`
+  at::Tensor full;              // [shard_numel * shard_size]; its storage exists only while gathered
+  at::Tensor shard;             // [shard_numel], this rank's slice: the tensor the optimizer steps
+  std::size_t shard_index = 0;  // in what parallelize() returned (trainable buffers)
+  // Frozen parameters (requires_grad false): sharded and gathered like the rest, but no gradient
+  // is reduced and the optimizer never sees the shard.
+  bool frozen = false;
+  std::shared_ptr<ft::Collectives> group;            // the ranks sharing `full`
   std::unique_ptr<ft::PendingCollective> gathering;  // a prefetch still in flight
   // Tensor or expert parallelism: where each parameter lies in `full` and how the model split
   // it, for the gradient norm.
@@ -171,14 +174,24 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       u.name = group.name;
       u.backward_needs_parameters = group.backward_needs_parameters;
       u.used_after_layers = group.used_after_layers;
-      std::vector<at::Tensor> shared, experts;
-      for (const auto& p : group.parameters) (same_experts && norm_.is_expert_share(p) ? experts : shared).push_back(p);
-      for (auto* parameters : {&shared, &experts}) {
+      // One buffer per reduction group, trainable and frozen parameters apart.
+      std::vector<at::Tensor> shared, experts, frozen_shared, frozen_experts;
+      for (const auto& p : group.parameters) {
+        const bool expert = same_experts && norm_.is_expert_share(p);
+        if (p.requires_grad())
+          (expert ? experts : shared).push_back(p);
+        else
+          (expert ? frozen_experts : frozen_shared).push_back(p);
+      }
+      for (auto* parameters : {&shared, &experts, &frozen_shared, &frozen_experts}) {
         if (parameters->empty()) continue;
-        const bool expert_buffer = parameters == &experts;
-        ShardedBuffer b = make_buffer(std::move(*parameters), expert_buffer ? same_experts : shard_group_);
-        b.shard_index = shards.size();
-        shards.push_back(b.shard);
+        const bool expert_buffer = parameters == &experts || parameters == &frozen_experts;
+        const bool frozen = parameters == &frozen_shared || parameters == &frozen_experts;
+        ShardedBuffer b = make_buffer(std::move(*parameters), expert_buffer ? same_experts : shard_group_, frozen);
+        if (!frozen) {
+          b.shard_index = shards.size();
+          shards.push_back(b.shard);
+        }
         u.buffers.push_back(std::move(b));
       }
       if (u.buffers.empty()) continue;
@@ -338,8 +351,9 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   }
 
   // `parameters` become views of one flat buffer sharded over `group`; this rank keeps its slice.
-  ShardedBuffer make_buffer(std::vector<at::Tensor> parameters, std::shared_ptr<ft::Collectives> group) {
+  ShardedBuffer make_buffer(std::vector<at::Tensor> parameters, std::shared_ptr<ft::Collectives> group, bool frozen) {
     ShardedBuffer b;
+    b.frozen = frozen;
     b.parameters = std::move(parameters);
     b.group = std::move(group);
     const int n = b.group->size();
@@ -363,7 +377,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       if (replicate_group_) replicate_group_->broadcast(b.full, 0);
     }
     at::Tensor slice = b.full.narrow(0, b.group->rank() * b.shard_numel, b.shard_numel);
-    b.shard = (offload_ ? ft::compat::to_cpu_for_offload(slice) : slice.clone()).requires_grad_(true);
+    b.shard = (offload_ ? ft::compat::to_cpu_for_offload(slice) : slice.clone()).requires_grad_(!frozen);
     ft::compat::free_storage(b.full);
     return b;
   }
@@ -422,6 +436,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     std::vector<Reduction> started;
     for (std::size_t i = 0; i < u.buffers.size(); ++i) {
       ShardedBuffer& b = u.buffers[i];
+      if (b.frozen) continue;
       at::Tensor flat = at::zeros({b.full.numel()}, b.full.options().requires_grad(false));
       std::int64_t offset = 0;
       for (auto& p : b.parameters) {

@@ -20,7 +20,11 @@ double WholeModelStrategy::clip_grad_norm(double max_norm) {
 std::int64_t WholeModelStrategy::local_parameter_bytes() const { return total_bytes(params_); }
 
 const std::vector<at::Tensor>& WholeModelStrategy::adopt_parameters(ft::Model& model) {
-  params_ = model.module().parameters();
+  // Frozen parameters (requires_grad false: a vision model's frozen decoder) get no gradient and
+  // no optimizer state.
+  params_.clear();
+  for (const auto& p : model.module().parameters())
+    if (p.requires_grad()) params_.push_back(p);
   norm_ = SplitParameterNorm(tensor_parallel_, model);
   return params_;
 }

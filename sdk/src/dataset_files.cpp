@@ -211,10 +211,23 @@ DatasetFiles resolve_dataset_files(const std::string& source, const std::vector<
     only_train("data_files");
     format = named;
     files = expand_data_files(data_files, *named);
+  } else if (!data_files.empty() && !fs::exists(source) && !format_of_file(source) && looks_like_hub_name(source)) {
+    // A Hub dataset's own files, named relative to its snapshot, as load_dataset(repo,
+    // data_files=...) reads them (torchtune's llava_instruct_dataset, the_cauldron's subsets).
+    only_train("data_files");
+    const std::string snapshot = hub_dataset_snapshot(source, revision);
+    std::vector<std::string> entries;
+    for (const auto& entry : data_files) entries.push_back((fs::path(snapshot) / entry).string());
+    format = format_of_file(fs::path(data_files.front()));
+    if (!format)
+      throw Error("data_files = \"" + data_files.front() + "\" in source = \"" + source +
+                  "\": a file's format is read from its extension: .json, .jsonl, .txt, .csv, .parquet or .arrow");
+    files = expand_data_files(entries, *format);
   } else {
     if (!data_files.empty())
       throw Error(
-          "data_files is read with source = \"json\", \"text\", \"csv\", \"parquet\" or \"arrow\"; source = \"" +
+          "data_files is read with source = \"json\", \"text\", \"csv\", \"parquet\" or \"arrow\", or a Hub "
+          "dataset in the local cache; source = \"" +
           source + "\" names the data itself");
     if (fs::is_directory(source)) {
       if (auto saved = saved_dataset_files(source, split_name)) {

@@ -122,9 +122,10 @@ namespace {
 // torchtune components of model kinds fthost does not train: named as such, not as typos.
 std::string out_of_scope(const std::string& name) {
   auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
-  if (starts("torchtune.models.llama3_2_vision.") || starts("torchtune.models.clip.") ||
-      starts("torchtune.models.flux.") || starts("torchtune.models.t5."))
-    return "'" + name + "' belongs to a multimodal model, which fthost does not train (text decoders only)";
+  if (starts("torchtune.models.clip.") || starts("torchtune.models.flux.") || starts("torchtune.models.t5."))
+    return "'" + name +
+           "' belongs to a multimodal model fthost does not train (it trains text decoders and Llama 3.2 "
+           "Vision)";
   if (starts("torchtune.models.qwen3.qwen3_moe") || starts("torchtune.models.qwen3.lora_qwen3_moe"))
     return "'" + name + "' is no builder fthost has: Qwen3-MoE is fthost.models.qwen3_moe.qwen3_30b_a3b, " +
            "fthost.models.qwen3_moe.qwen3_235b_a22b, or fthost.models.from_hf_config with the checkpoint's config.json";

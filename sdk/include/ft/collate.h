@@ -12,6 +12,16 @@
 
 namespace ft {
 
+// The images of a multimodal micro-batch (torchtune's padded_collate_tiled_images_and_mask); every
+// tensor undefined for a batch of text.
+struct BatchImages {
+  at::Tensor images;        // [b, images, tiles, channels, size, size]; padding tiles and images are zeros
+  at::Tensor aspect_ratio;  // [b, images, 2] int64 (rows, columns) of each canvas; (1, 1) for padding
+  at::Tensor tile_count;    // [b, images] int64: each image's real tiles, 0 for a padding image
+  at::Tensor encoder_mask;  // [b, s, images x tiles x tokens per tile] bool: which image tokens each position sees
+  bool defined() const { return images.defined(); }
+};
+
 struct Batch {
   at::Tensor tokens;     // [b, s] int64
   at::Tensor labels;     // [b, s] int64, unshifted, ignore_index where padded or masked
@@ -20,6 +30,7 @@ struct Batch {
   // Packed rows: the lengths of each row's documents, in order, summing to s (the seed's
   // seq_lens); each document attends within itself. Empty unless packed.
   std::vector<std::vector<std::int64_t>> document_lengths;
+  BatchImages images{};  // multimodal batches only
 };
 
 // The block-causal mask [b, s, s] (true = may attend) of packed rows: a position sees the earlier

@@ -4,21 +4,32 @@
 #include <ft/errors.h>
 #include <ft/kind.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ft {
 
+class ImageTransform;
+
 // One turn of a conversation, as torchtune's `Message`: text content only.
 struct Message {
+  Message() = default;
+  Message(std::string role_, std::string content_, bool masked_ = false, bool ipython_ = false, bool eot_ = true)
+      : role(std::move(role_)), content(std::move(content_)), masked(masked_), ipython(ipython_), eot(eot_) {}
   std::string role;  // "system", "user", "assistant", "ipython", "tool"
   std::string content;
   bool masked = false;  // true: its tokens get no labels (the prompt when train_on_input = false)
   bool ipython = false;
   bool eot = true;  // ends the turn (Llama 3 <|eot_id|>), else <|eom_id|>
+  // Multimodal messages: byte offsets into `content`, ascending, where an image sits (torchtune's
+  // content list [text, image, text, ...]: the text pieces between them, each stripped, and the
+  // model's image token for each offset). Empty for text.
+  std::vector<std::size_t> image_offsets;
 };
 
 // A rendered conversation: mask[i] true = token i is not trained on.
@@ -62,6 +73,10 @@ class Tokenizer {
   // The ids that end a generated answer (torchtune's `stop_tokens`): EOS, and the end-of-turn
   // tokens of the family's chat format (Llama 3 <|eot_id|>, <|eom_id|>; ChatML <|im_end|>).
   virtual std::vector<std::int64_t> stop_tokens() const { return {eos_id()}; }
+  // Added with the vision models (appended, so existing vtable slots keep their places). A model
+  // transform that takes images too (torchtune's llama3_2_vision_transform) gives its image half;
+  // nullptr: text only.
+  virtual const ImageTransform* image_transform() const { return nullptr; }
 };
 
 }  // namespace ft
