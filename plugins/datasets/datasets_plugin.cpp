@@ -12,6 +12,10 @@ void register_components(ft::Registry& reg) {
   ft_ds::register_text_completion_dataset(reg);
   ft_ds::register_padded_collate_sft(reg);
   ft_ds::register_padded_collate_packed(reg);
+#if defined(FTHOST_WITH_IMAGES)
+  ft_ds::register_multimodal_dataset_builders(reg);
+  ft_ds::register_padded_collate_tiled_images(reg);
+#endif
 }
 }  // namespace
 

@@ -56,6 +56,7 @@ class Llama3Tokenizer final : public ModelTokenizer {
     eom_ = token_or_default("<|eom_id|>");
     python_tag_ = token_or_default("<|python_tag|>");
     blank_line_ = encode_plain("\n\n");
+    image_ = codec_->token_id("<|image|>");
   }
 
   ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
@@ -70,7 +71,7 @@ class Llama3Tokenizer final : public ModelTokenizer {
       t.push_back(end_header_);
       append(t, blank_line_);
       if (m.ipython) t.push_back(python_tag_);
-      append(t, encode_plain(strip(m.content)));
+      append_content(t, m);
       const bool end = i + 1 == messages.size() ? add_end_tokens : true;
       if (end) t.push_back(m.eot ? eot_ : eom_);
       append(out.tokens, t);
@@ -88,6 +89,24 @@ class Llama3Tokenizer final : public ModelTokenizer {
   std::vector<std::int64_t> stop_tokens() const override { return {ids_.eos, eot_, eom_}; }
 
  private:
+  // torchtune's content list: the text between images, each piece stripped, and <|image|> for
+  // each image.
+  void append_content(std::vector<std::int64_t>& t, const ft::Message& m) const {
+    const std::string_view content = m.content;
+    std::size_t start = 0;
+    for (const std::size_t offset : m.image_offsets) {
+      if (offset < start || offset > content.size())
+        throw ft::Error("a " + m.role + " message's image offsets must be ascending within its " +
+                        std::to_string(content.size()) + " bytes, got " + std::to_string(offset));
+      if (!image_)
+        throw ft::Error("this Llama 3 tokenizer has no <|image|> token for the message's images (" + m.role + ")");
+      append(t, encode_plain(strip(content.substr(start, offset - start))));
+      t.push_back(*image_);
+      start = offset;
+    }
+    append(t, encode_plain(strip(content.substr(start))));
+  }
+
   // Llama 3.0's tokenizer.json names some ids <|reserved_special_token_N|> that Llama 3.1 and
   // torchtune call <|finetune_right_pad_id|>, <|eom_id|>, <|python_tag|>: fall back to the id.
   std::int64_t token_or_default(const std::string& name) const {
@@ -100,6 +119,7 @@ class Llama3Tokenizer final : public ModelTokenizer {
     to.insert(to.end(), from.begin(), from.end());
   }
   std::int64_t start_header_, end_header_, eot_, eom_, python_tag_;
+  std::optional<std::int64_t> image_;
   std::vector<std::int64_t> blank_line_;
 };
 

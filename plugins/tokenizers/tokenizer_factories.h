@@ -46,6 +46,10 @@ std::unique_ptr<ft::Tokenizer> make_phi4_tokenizer(const std::string& vocab_path
                                                    std::int64_t max_seq_len, Truncation truncation,
                                                    std::optional<std::vector<AddedToken>> special_tokens);
 
+// torchtune's llama3_2_vision_transform: `text` (a Llama 3 tokenizer) and the tiles of
+// image_size-pixel tiles (tokenizers built with image support only: FTHOST_WITH_IMAGES).
+std::unique_ptr<ft::Tokenizer> make_llama3_vision_transform(std::unique_ptr<ft::Tokenizer> text,
+                                                            std::int64_t image_size);
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);
 

@@ -97,6 +97,37 @@ void register_components(ft::Registry& reg) {
                                                                   truncation(cfg), special_tokens(cfg));
                            });
   }
+#if defined(FTHOST_WITH_IMAGES)
+  {
+    // torchtune's builder takes no truncation_type (the Llama 3 tokenizer's default, right).
+    ft::Schema s;
+    s.required("path", ValueType::String, "Llama 3's tiktoken tokenizer.model, or its tokenizer.json")
+        .optional("max_seq_len", ValueType::Int, "8192",
+                  "truncate tokenized conversations to this many tokens (torchtune's default, 8192)")
+        .optional("image_size", ValueType::Int, "560",
+                  "tile size in pixels, a multiple of 14: 560 for the Instruct weights, 448 for the pretrained")
+        .optional("special_tokens_path", ValueType::String, "",
+                  "tokenizer.json whose added_tokens replace Llama 3's special tokens (tiktoken files)")
+        .optional("prompt_template", ValueType::String, "", "not supported: Llama 3's chat format is built in");
+    reg.add<ft::Tokenizer>("torchtune.models.llama3_2_vision.llama3_2_vision_transform", with_file_roles(std::move(s)),
+                           "Llama 3.2 Vision's transform: the Llama 3 tokenizer with <|image|>, and images in up to 4 "
+                           "tiles of image_size pixels",
+                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+                             refuse_prompt_template(cfg);
+                             const std::int64_t length = cfg.get<std::int64_t>("max_seq_len", 8192);
+                             if (length <= 0)
+                               cfg.fail("max_seq_len", "must be positive, got " + std::to_string(length));
+                             const std::int64_t image_size = cfg.get<std::int64_t>("image_size", 560);
+                             if (image_size <= 0 || image_size % 14 != 0)
+                               cfg.fail("image_size", "must be a positive multiple of the patch size 14, got " +
+                                                          std::to_string(image_size));
+                             return ft_tok::make_llama3_vision_transform(
+                                 ft_tok::make_llama3_tokenizer(cfg.get<std::string>("path"), length,
+                                                               ft_tok::Truncation::Right, special_tokens(cfg)),
+                                 image_size);
+                           });
+  }
+#endif
   {
     // torchtune's llama4_transform takes no truncation_type (it always keeps the start).
     ft::Schema s;
