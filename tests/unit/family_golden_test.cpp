@@ -292,7 +292,7 @@ TEST(FamilyScope, MultimodalBuildersAreRefusedAsSuch) {
   const std::string out = fttest::temp_dir();
   const std::string base = config_for("qwen3_untied", kChunked, out);
   for (const auto& [component, reason] : std::vector<std::pair<std::string, std::string>>{
-           {"torchtune.models.llama3_2_vision.llama3_2_vision_11b", "multimodal model"}}) {
+           {"torchtune.models.clip.clip_vision_encoder", "multimodal model"}}) {
     const auto r = fttest::run_fthost("validate --config " + fttest::write_temp("run.toml", base) +
                                       " model._component_=" + component);
     EXPECT_NE(r.exit_code, 0) << r.output;

@@ -452,10 +452,12 @@ TEST_F(HfCheckpointer, ConfigErrorsSayWhatIsWrong) {
   const std::string dir = "checkpoint_dir = \"" + fixture("llama3_untied") + "\"\n";
   auto type = config_error(dir + "model_type = \"GPT2\"\n");
   // The names the loaded families register (plugins/models/*), sorted.
-  EXPECT_NE(type.find("checkpointer.model_type: \"GPT2\" names no model family of the loaded plugins; one of GEMMA, "
-                      "GEMMA2, LLAMA2, LLAMA3, LLAMA3_2, LLAMA4, MISTRAL, MIXTRAL, PHI3_MINI, PHI4, QWEN2, QWEN2_5, "
-                      "QWEN3, QWEN3_MOE"),
-            std::string::npos)
+  EXPECT_NE(
+      type.find(
+          "checkpointer.model_type: \"GPT2\" names no model family of the loaded plugins; one of GEMMA, "
+          "GEMMA2, LLAMA2, LLAMA3, LLAMA3_2, LLAMA3_VISION, LLAMA4, MISTRAL, MIXTRAL, PHI3_MINI, PHI4, QWEN2, QWEN2_5, "
+          "QWEN3, QWEN3_MOE"),
+      std::string::npos)
       << type;
   EXPECT_NE(config_error("model_type = \"LLAMA3\"\nsafe_serialization = false\n")
                 .find("only safetensors checkpoints are written"),

@@ -68,10 +68,12 @@ const std::vector<std::string> kPortedConfigs = {"llama2/7B_full",
                                                  "qwen3/4B_full",
                                                  "qwen3/8B_full",
                                                  "llama4/scout_17B_16E_full",
-                                                 "llama4/maverick_17B_128E_full"};
+                                                 "llama4/maverick_17B_128E_full",
+                                                 "llama3_2_vision/11B_full",
+                                                 "llama3_2_vision/90B_full"};
 
 TEST(ShippedConfigs, EveryPortedTorchtuneConfigIsShipped) {
-  EXPECT_EQ(kPortedConfigs.size(), 31u);
+  EXPECT_EQ(kPortedConfigs.size(), 33u);
   for (const auto& name : kPortedConfigs) EXPECT_TRUE(fs::exists(kConfigs + "/" + name + ".yaml")) << name;
   EXPECT_EQ(shipped_configs(".yaml").size(), kPortedConfigs.size());
 }

@@ -21,8 +21,7 @@ namespace {
 
 // Architectures whose config.json names them but which no family here builds: named as such.
 std::string unsupported_architecture(const std::string& model_type) {
-  if (model_type == "mllama" || model_type == "qwen2_vl" || model_type == "gemma3")
-    return "multimodal models are not supported";
+  if (model_type == "qwen2_vl" || model_type == "gemma3") return "multimodal models are not supported";
   if (model_type == "qwen2_moe" || model_type == "deepseek_v3" || model_type == "deepseek_v2" ||
       model_type == "gpt_oss")
     return "a mixture-of-experts architecture no family here implements";

@@ -73,21 +73,38 @@ at::Tensor FusionDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor&
                     std::to_string(tokens.max().item<std::int64_t>()) + "]");
   // Two lookups and a choice, not one table: the fusion rows stay a parameter of their own
   // (trainable apart from the vocabulary's), and no [vocab + fusion, dim] copy is made per step.
+  static const LayerRunner plain;
+  const LayerRunner& run = runner ? *runner : plain;
+  run.before(run.embedding_unit);
   at::Tensor x = at::embedding(tok_embeddings, tokens.clamp_max(vocab - 1));
   if (config_.fusion_vocab_size > 0)
     x = at::where(tokens.ge(vocab).unsqueeze(-1), at::embedding(fusion_embeddings, (tokens - vocab).clamp_min(0)), x);
+  x = run.after(run.embedding_unit, std::move(x));
   const at::Tensor pos = positions.defined() ? positions : at::arange(tokens.size(1), tokens.options());
   std::size_t next_self = 0, next_cross = 0;
   for (std::int64_t i = 0; i < config_.total_layers(); ++i) {
+    const std::size_t unit = first_unit + static_cast<std::size_t>(i);
     if (config_.is_cross_attention_layer(i)) {
-      x = cross_attention_layers[next_cross++]->forward(x, encoder, encoder_allowed);
+      const CrossAttentionLayer layer = cross_attention_layers[next_cross++];
+      if (!encoder.defined()) continue;  // text alone: Hugging Face skips the layer
+      // Never checkpointed: it reads the image states, whose gradient a recompute from x alone
+      // would lose (torchtune checkpoints only self-attention layers too).
+      x = run.run(unit, x, [layer, encoder, encoder_allowed](const at::Tensor& input) {
+        return layer->forward(input, encoder, encoder_allowed);
+      });
     } else {
-      x = self_attention_layers[next_self++]->forward(x, pos, at::Tensor());
+      const TransformerLayer layer = self_attention_layers[next_self++];
+      x = run.run(unit, x, [layer, pos](const at::Tensor& input) { return layer->forward(input, pos, at::Tensor()); });
     }
   }
   return norm->forward(x);
 }
 
-at::Tensor FusionDecoderImpl::logits(const at::Tensor& hidden) const { return at::linear(hidden, output); }
+at::Tensor FusionDecoderImpl::logits(const at::Tensor& hidden) const { return at::linear(hidden, output_weight()); }
+
+const at::Tensor& FusionDecoderImpl::output_weight() const {
+  if (runner) runner->before(runner->output_unit);
+  return output;
+}
 
 }  // namespace ft_models

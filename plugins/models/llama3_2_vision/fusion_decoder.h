@@ -4,6 +4,7 @@
 // the image token and its kin (torchtune's FusionEmbedding: trainable apart from the rest).
 #pragma once
 
+#include "layer_runner.h"
 #include "vision_language_config.h"
 
 #include <ft/nn/cross_attention_layer.h>
@@ -29,6 +30,8 @@ class FusionDecoderImpl : public torch::nn::Module {
                     const at::Tensor& encoder_allowed) const;
   // [b, s, vocab]: the vocabulary only, not the fusion rows (Hugging Face's lm_head).
   at::Tensor logits(const at::Tensor& hidden) const;
+  // The output projection, about to be used (a separately sharded one is gathered first).
+  const at::Tensor& output_weight() const;
 
   const FusionDecoderConfig& config() const { return config_; }
   at::Tensor tok_embeddings;     // [vocab, dim]
@@ -38,6 +41,9 @@ class FusionDecoderImpl : public torch::nn::Module {
   std::vector<ft::nn::CrossAttentionLayer> cross_attention_layers;
   ft::nn::Norm norm;
   at::Tensor output;  // [vocab, dim]
+  // Layer i is unit first_unit + i of the runner; nullptr: run plainly.
+  std::shared_ptr<const LayerRunner> runner;
+  std::size_t first_unit = 0;
 
  private:
   FusionDecoderConfig config_;

@@ -133,8 +133,8 @@ at::Tensor TiledVisionEncoderImpl::forward(const at::Tensor& pixels, const at::T
   const at::Tensor bias = tile_padding_bias(tile_mask.reshape({images, tiles}), tokens, padded, dtype);
 
   std::vector<at::Tensor> outputs;  // of each local layer
-  for (const auto& layer : layers) {
-    x = layer->forward(x, at::Tensor(), bias);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    x = run_layer(i, layers[i], x, bias);
     outputs.push_back(x);
   }
   // In intermediate_layers_indices' order, as Hugging Face picks them.
@@ -143,7 +143,7 @@ at::Tensor TiledVisionEncoderImpl::forward(const at::Tensor& pixels, const at::T
     intermediate.push_back(outputs[static_cast<std::size_t>(wanted)]);
   x = layernorm_post->forward(x);
   x = post_tile_embedding->forward(x.view({images, tiles, padded, d}), ids).reshape({images, tiles * padded, d});
-  for (const auto& layer : global_layers) x = layer->forward(x, at::Tensor(), bias);
+  for (std::size_t i = 0; i < global_layers.size(); ++i) x = run_layer(layers.size() + i, global_layers[i], x, bias);
 
   const auto unpadded = [&](const at::Tensor& t) {
     return t.reshape({images, tiles, padded, -1}).narrow(2, 0, tokens).reshape({batch, per_sample, tiles, tokens, -1});
@@ -151,6 +151,12 @@ at::Tensor TiledVisionEncoderImpl::forward(const at::Tensor& pixels, const at::T
   if (intermediate.empty()) return unpadded(x);
   // Stacked on a last axis and flattened: feature f of intermediate layer j lands at f x k + j.
   return at::cat({unpadded(x), unpadded(at::stack(intermediate, -1).flatten(-2))}, -1);
+}
+
+at::Tensor TiledVisionEncoderImpl::run_layer(std::size_t unit, const TransformerLayer& layer, const at::Tensor& x,
+                                             const at::Tensor& bias) const {
+  const auto step = [layer, bias](const at::Tensor& input) { return layer->forward(input, at::Tensor(), bias); };
+  return runner ? runner->run(unit, x, step) : step(x);
 }
 
 }  // namespace ft_models

@@ -4,6 +4,7 @@
 // tiles at once, with some local layers' outputs concatenated to the final one.
 #pragma once
 
+#include "layer_runner.h"
 #include "vision_language_config.h"
 
 #include <ft/nn/norm.h>
@@ -50,8 +51,12 @@ class TiledVisionEncoderImpl : public torch::nn::Module {
   ft::nn::Norm layernorm_pre, layernorm_post;
   std::vector<ft::nn::TransformerLayer> layers;         // local
   std::vector<ft::nn::TransformerLayer> global_layers;  // gated
+  // Units 0 .. layers + global_layers - 1 of the model's runner; nullptr: run plainly.
+  std::shared_ptr<const LayerRunner> runner;
 
  private:
+  at::Tensor run_layer(std::size_t unit, const ft::nn::TransformerLayer& layer, const at::Tensor& x,
+                       const at::Tensor& bias) const;
   TiledVisionConfig config_;
 };
 TORCH_MODULE(TiledVisionEncoder);

@@ -142,4 +142,42 @@ VisionLanguageConfig read_mllama_config(const ConfigJsonReader& json) {
   return c;
 }
 
+std::string write_mllama_config(const VisionLanguageConfig& c, c10::ScalarType dtype) {
+  FamilyHf text_family;
+  text_family.model_type = "mllama_text_model";
+  DecoderConfig text = c.decoder.text;
+  text.num_layers = c.decoder.total_layers();
+  nlohmann::ordered_json text_json = nlohmann::ordered_json::parse(write_hf_config(text, text_family, dtype));
+  text_json.erase("architectures");
+  text_json.erase("head_dim");  // MllamaTextConfig derives it
+  text_json["cross_attention_layers"] = c.decoder.cross_attention_layers;
+  const TiledVisionConfig& v = c.vision;
+  nlohmann::ordered_json vision;
+  vision["model_type"] = "mllama_vision_model";
+  vision["hidden_size"] = v.hidden_size;
+  vision["hidden_act"] = "gelu";
+  vision["num_hidden_layers"] = v.num_layers;
+  vision["num_global_layers"] = v.num_global_layers;
+  vision["attention_heads"] = v.num_heads;
+  vision["num_channels"] = v.num_channels;
+  vision["intermediate_size"] = v.intermediate_size;
+  vision["vision_output_dim"] = v.output_dim;
+  vision["image_size"] = v.image_size;
+  vision["patch_size"] = v.patch_size;
+  vision["norm_eps"] = v.norm_eps;
+  vision["max_num_tiles"] = v.max_num_tiles;
+  vision["intermediate_layers_indices"] = v.intermediate_layers;
+  nlohmann::ordered_json ratios = nlohmann::ordered_json::array();
+  for (const auto& [rows, columns] : v.supported_aspect_ratios) ratios.push_back({rows, columns});
+  vision["supported_aspect_ratios"] = ratios;
+  nlohmann::ordered_json j;
+  j["architectures"] = {"MllamaForConditionalGeneration"};
+  j["model_type"] = "mllama";
+  j["image_token_index"] = c.image_token_index;
+  j["text_config"] = text_json;
+  j["vision_config"] = vision;
+  j["torch_dtype"] = text_json["torch_dtype"];
+  return j.dump(2) + "\n";
+}
+
 }  // namespace ft_models

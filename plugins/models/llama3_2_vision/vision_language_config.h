@@ -6,6 +6,8 @@
 #include "config_json_reader.h"
 #include "decoder_config.h"
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -65,5 +67,7 @@ struct VisionLanguageConfig {
 
 // The architecture a MllamaForConditionalGeneration config.json describes; fails naming the key.
 VisionLanguageConfig read_mllama_config(const ConfigJsonReader& json);
+// Its config.json, with torch_dtype `dtype` (what read_mllama_config reads back).
+std::string write_mllama_config(const VisionLanguageConfig& config, c10::ScalarType dtype);
 
 }  // namespace ft_models

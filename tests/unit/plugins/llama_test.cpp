@@ -60,7 +60,7 @@ TEST_F(LlamaModel, HfConfigBuilderNamesTheJsonField) {
     "rms_norm_eps": 1e-5, "rope_theta": 10000.0)";
   EXPECT_NE(model_error(config_json(R"({"model_type": "gpt2"})")).find("\"gpt2\": not a supported architecture"),
             std::string::npos);
-  EXPECT_NE(model_error(config_json(R"({"model_type": "mllama"})")).find("multimodal models are not supported"),
+  EXPECT_NE(model_error(config_json(R"({"model_type": "qwen2_vl"})")).find("multimodal models are not supported"),
             std::string::npos);
   EXPECT_NE(model_error(config_json(R"({"model_type": "qwen2_moe"})")).find("mixture-of-experts"), std::string::npos);
   EXPECT_NE(model_error(config_json(llama + R"(, "hidden_act": "gelu"})"))
