@@ -13,7 +13,8 @@ void add_source_keys(ft::Schema& s, const std::string& default_source) {
   else
     s.optional("source", ft::ValueType::String, "\"" + default_source + "\"", what);
   s.optional("data_files", ft::ValueType::Any, "",
-             "with a format name in source: a file, a list of files, a directory or a glob")
+             "with a format name in source: a file, a list of files, a directory or a glob; with a Hub dataset: "
+             "its own files, relative to it")
       .optional("split", ft::ValueType::String, "\"train\"",
                 "split and slice of the records: train, test, train[:95%], train[95%:], train[10:200]")
       .optional("revision", ft::ValueType::String, "\"main\"",
