@@ -80,7 +80,36 @@ ft::Sample collated(const ft::Collate& collate, const ft::Sample& sample) {
   out.tokens = row(batch.tokens);
   out.labels = row(batch.labels);
   out.truncated = sample.truncated;
+  out.images = sample.images;  // as the model transform made them, before any padding
   return out;
+}
+
+// The [begin, end) runs of text positions an image's mask lets see it.
+std::vector<std::pair<std::int64_t, std::int64_t>> seeing_positions(const ft::SampleImage& image) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  if (!image.encoder_mask.defined()) return runs;
+  const at::Tensor rows = image.encoder_mask.any(-1).to(at::kBool).contiguous();
+  const bool* seen = rows.data_ptr<bool>();
+  for (std::int64_t i = 0; i < rows.numel();) {
+    if (!seen[i]) {
+      ++i;
+      continue;
+    }
+    std::int64_t end = i;
+    while (end < rows.numel() && seen[end]) ++end;
+    runs.emplace_back(i, end);
+    i = end;
+  }
+  return runs;
+}
+
+std::string describe_image(std::size_t index, const ft::SampleImage& image) {
+  std::string positions;
+  for (const auto& [begin, end] : seeing_positions(image))
+    positions += (positions.empty() ? "" : ", ") + std::to_string(begin) + "-" + std::to_string(end - 1);
+  return fmt::format("  image {}: {}x{} canvas, {} tile(s) of {}x{} px; seen by tokens {}", index, image.rows,
+                     image.columns, image.tiles.size(0), image.tiles.size(-2), image.tiles.size(-1),
+                     positions.empty() ? "none" : positions);
 }
 
 // The tokens as text, each run of trained or masked tokens decoded on its own (a run ends at a
@@ -113,7 +142,9 @@ void print_sample(std::size_t index, const ft::Sample& s, std::int64_t ignore_in
                   bool colour) {
   std::cout << "── sample " << index << ": " << s.tokens.size() << " tokens, " << count_trained(s.labels, ignore_index)
             << " trained" << (s.truncated ? ", truncated to max_seq_len" : "") << " ──\n"
-            << render(s, ignore_index, tokenizer, colour) << "\n\n";
+            << render(s, ignore_index, tokenizer, colour) << "\n";
+  for (std::size_t i = 0; i < s.images.size(); ++i) std::cout << describe_image(i, s.images[i]) << "\n";
+  std::cout << "\n";
 }
 
 nlohmann::json sample_json(const char* kind, std::size_t index, const ft::Sample& s) {
@@ -121,6 +152,19 @@ nlohmann::json sample_json(const char* kind, std::size_t index, const ft::Sample
   if (!s.input_pos.empty()) j["input_pos"] = s.input_pos;
   if (!s.seq_lens.empty()) j["seq_lens"] = s.seq_lens;
   if (std::string(kind) == "sample") j["truncated"] = s.truncated;
+  if (!s.images.empty()) {
+    nlohmann::json images = nlohmann::json::array();
+    for (const auto& image : s.images) {
+      nlohmann::json seen = nlohmann::json::array();
+      for (const auto& [begin, end] : seeing_positions(image)) seen.push_back({begin, end});
+      images.push_back({{"rows", image.rows},
+                        {"columns", image.columns},
+                        {"tiles", image.tiles.size(0)},
+                        {"tile_size", image.tiles.size(-1)},
+                        {"seen_by", seen}});
+    }
+    j["images"] = images;
+  }
   return j;
 }
 

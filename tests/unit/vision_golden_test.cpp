@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -136,6 +137,34 @@ TEST(VisionGolden, TwoFsdpRanksWithCheckpointedLayersTrainTheGoldenTrajectory) {
                          " 'custom_sharded_layers=[\"decoder.tok_embeddings\", \"decoder.output\"]'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_golden_trajectory(out);
+}
+
+// `fthost data` shows an image sample's canvas, tiles and the text positions that see it.
+TEST(VisionGolden, DataShowsEachImagesTilesAndTheTextThatSeesIt) {
+  const std::string out = fttest::temp_dir();
+  const std::string config = fttest::write_temp("run.toml", run_config(out, 2));
+  const auto r = fttest::run_command_stdout(std::string(FTHOST_BINARY) + " data --config " + config +
+                                            " --samples 1 --json 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json sample = json::parse(r.output.substr(0, r.output.find('\n')));
+  const auto tokens = sample.at("tokens").get<std::vector<std::int64_t>>();
+  const std::int64_t image_token = std::find(tokens.begin(), tokens.end(), 128256) - tokens.begin();
+  ASSERT_LT(image_token, static_cast<std::int64_t>(tokens.size()));
+  ASSERT_EQ(sample.at("images").size(), 1U);
+  const json& image = sample.at("images")[0];
+  // The golden's first image is 50x24 pixels: a 1x2 canvas of 28-pixel tiles.
+  EXPECT_EQ(image.at("rows"), 1);
+  EXPECT_EQ(image.at("columns"), 2);
+  EXPECT_EQ(image.at("tiles"), 2);
+  EXPECT_EQ(image.at("tile_size"), 28);
+  EXPECT_EQ(image.at("seen_by"),
+            json::parse("[[" + std::to_string(image_token) + ", " + std::to_string(tokens.size()) + "]]"));
+  const auto text =
+      fttest::run_command_stdout(std::string(FTHOST_BINARY) + " data --config " + config + " --samples 1 2>/dev/null");
+  EXPECT_NE(text.output.find("image 0: 1x2 canvas, 2 tile(s) of 28x28 px; seen by tokens " +
+                             std::to_string(image_token) + "-" + std::to_string(tokens.size() - 1)),
+            std::string::npos)
+      << text.output;
 }
 
 class VisionData : public fttest::BuiltinPluginsTest {};
