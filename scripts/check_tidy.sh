@@ -18,7 +18,8 @@ command -v "$tidy" >/dev/null || { echo "tidy: $tidy not found (bash scripts/set
 mapfile -t files < <(git ls-files ':(glob)core/plugin_host/*.cpp' ':(glob)core/config/*.cpp' ':(glob)core/cli/*.cpp' \
   core/main.cpp core/train/checkpoint_manager.cpp core/train/checkpoint_directories.cpp core/train/training_state.cpp \
   core/train/preemption_signals.cpp core/train/batch_prefetcher.cpp plugins/datasets/data_source.cpp core/train/data_loader.cpp \
-  plugins/datasets/arrow_records.cpp plugins/datasets/record_source.cpp \
+  plugins/datasets/arrow_records.cpp plugins/datasets/record_source.cpp plugins/datasets/multimodal_message_transforms.cpp \
+  plugins/datasets/multimodal_sft_dataset.cpp \
   plugins/optim/bitsandbytes_adam_update.cpp plugins/optim/bitsandbytes_optimizers.cpp plugins/optim/dynamic_quantization.cpp plugins/optim/optimizer_state_parts.cpp \
   ':(glob)sdk/src/*.cpp' ':(glob)sdk/src/ft_host/*.cpp' ':(glob)plugins/loggers/**/*.cpp' ':(glob)plugins/tokenizers/*.cpp' \
   ':(glob)plugins/datasets/images/*.cpp')
