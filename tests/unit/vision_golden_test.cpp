@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -137,6 +138,40 @@ TEST(VisionGolden, TwoFsdpRanksWithCheckpointedLayersTrainTheGoldenTrajectory) {
                          " 'custom_sharded_layers=[\"decoder.tok_embeddings\", \"decoder.output\"]'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_golden_trajectory(out);
+}
+
+// torchtune's llama3_2_vision/11B_full YAML as shipped, with the golden's tiny model in place of
+// the 11B checkpoint and The Cauldron's records (images stored inline) as its data: its bfloat16,
+// activation checkpointing, separately sharded decoder.tok_embeddings, gradient clipping and
+// frozen decoder, over two FSDP ranks.
+TEST(VisionGolden, TorchtunesElevenBillionYamlTrainsTheTinyModel) {
+  const std::string dir = fttest::temp_dir();
+  const std::string g = golden_dir();
+  const auto r = fttest::run_fthost(
+      "--nproc-per-node 2 --config " + std::string(FT_SOURCE_DIR) + "/configs/llama3_2_vision/11B_full.yaml" +
+      " output_dir=" + dir + "/run model._component_=fthost.models.llama3_2_vision.from_hf_config model.path=" + g +
+      "/mllama_tiny '~model.image_size' tokenizer.path=" + fttest::fixtures_dir() +
+      "/torchtune_assets/tiktoken_small.model tokenizer.image_size=28 tokenizer.max_seq_len=256"
+      " checkpointer.checkpoint_dir=" +
+      g +
+      "/mllama_tiny 'checkpointer.checkpoint_files=[\"model.safetensors\"]'"
+      " dataset.source=parquet dataset.data_files=" +
+      g +
+      "/../multimodal_data/cauldron.parquet"
+      " epochs=1 max_steps_per_epoch=1 batch_size=1 gradient_accumulation_steps=1 metric_logger.output_fmt=jsonl "
+      "metric_logger.filename=metrics.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("activation checkpointing: 8 of 8 layers"), std::string::npos) << r.output;
+  const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
+  ASSERT_EQ(logged.size(), 1U) << r.output;
+  EXPECT_TRUE(std::isfinite(logged[0].at("loss").get<double>())) << r.output;
+  const SafetensorsFile trained(dir + "/run/epoch_0/model.safetensors");
+  const SafetensorsFile initial(g + "/mllama_tiny/model.safetensors");
+  // The frozen decoder comes back as loaded, in the run's bfloat16.
+  EXPECT_TRUE(trained.tensor("language_model.lm_head.weight")
+                  .equal(initial.tensor("language_model.lm_head.weight").to(at::kBFloat16)));
+  EXPECT_FALSE(trained.tensor("multi_modal_projector.weight")
+                   .equal(initial.tensor("multi_modal_projector.weight").to(at::kBFloat16)));
 }
 
 // `fthost data` shows an image sample's canvas, tiles and the text positions that see it.
