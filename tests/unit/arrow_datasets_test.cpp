@@ -121,6 +121,12 @@ TEST(ArrowDatasets, SplitsAndRevisions) {
   const Data sliced = data_json("dataset.source=fthost-tests/alpaca 'dataset.split=test[:10]'", hub_cache());
   ASSERT_EQ(sliced.exit_code, 0) << sliced.err;
   EXPECT_EQ(samples_in(sliced), 10u);
+  // data_files names a Hub dataset's own files, relative to its snapshot (torchtune's
+  // llava_instruct_dataset reads llava_instruct_150k.json so): here the test split's file alone.
+  const Data named =
+      data_json("dataset.source=fthost-tests/alpaca dataset.data_files=data/test-00000-of-00001.parquet", hub_cache());
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_TRUE(named.out == test.out);
 }
 
 // A list<struct<...>> column (chat messages) reads as the JSON's list of objects.
