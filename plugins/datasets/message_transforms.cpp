@@ -4,13 +4,11 @@
 
 namespace ft_ds {
 
-namespace {
-
 using nlohmann::json;
 
 std::string record_name(std::size_t record) { return "record " + std::to_string(record); }
 
-const json& column(const json& sample, const std::string& name, std::size_t record) {
+const json& record_column(const json& sample, const std::string& name, std::size_t record) {
   auto it = sample.find(name);
   if (it == sample.end()) {
     std::string have;
@@ -20,6 +18,8 @@ const json& column(const json& sample, const std::string& name, std::size_t reco
   }
   return *it;
 }
+
+namespace {
 
 // By value: the default is the caller's `field`, often a temporary from a string literal, so a
 // reference to it would dangle once the caller's expression ends.
@@ -84,7 +84,7 @@ class ShareGptToMessages final : public MessageTransform {
   ShareGptToMessages(std::string column, std::optional<std::string> system, MaskingStrategy strategy)
       : column_(std::move(column)), system_(std::move(system)), strategy_(strategy) {}
   std::vector<ft::Message> operator()(const json& sample, std::size_t record) const override {
-    const json& turns = column(sample, column_, record);
+    const json& turns = record_column(sample, column_, record);
     if (!turns.is_array()) throw ft::Error(record_name(record) + ": column \"" + column_ + "\" is not a list of turns");
     std::vector<ft::Message> messages;
     if (system_) messages.push_back({"system", *system_, true});
@@ -121,7 +121,7 @@ class OpenAiToMessages final : public MessageTransform {
   OpenAiToMessages(std::string column, std::optional<std::string> system, MaskingStrategy strategy)
       : column_(std::move(column)), system_(std::move(system)), strategy_(strategy) {}
   std::vector<ft::Message> operator()(const json& sample, std::size_t record) const override {
-    const json& turns = column(sample, column_, record);
+    const json& turns = record_column(sample, column_, record);
     if (!turns.is_array())
       throw ft::Error(record_name(record) + ": column \"" + column_ + "\" is not a list of messages");
     std::vector<ft::Message> messages;
@@ -167,7 +167,7 @@ class OpenAiToMessages final : public MessageTransform {
 }  // namespace
 
 std::string text_column(const json& sample, const std::string& name, std::size_t record) {
-  const json& v = column(sample, name, record);
+  const json& v = record_column(sample, name, record);
   if (!v.is_string())
     throw ft::Error(record_name(record) + ": column \"" + name + "\" is not text: " + v.dump().substr(0, 80));
   return v.get<std::string>();

@@ -51,6 +51,10 @@ std::unique_ptr<MessageTransform> sharegpt_to_messages(std::string column, std::
 std::unique_ptr<MessageTransform> openai_to_messages(std::string column, std::optional<std::string> new_system_prompt,
                                                      MaskingStrategy strategy);
 
+// "record 7": how errors name a record.
+std::string record_name(std::size_t record);
+// sample[column]; throws naming the record, the column and the columns it has when absent.
+const nlohmann::json& record_column(const nlohmann::json& sample, const std::string& column, std::size_t record);
 // The string in sample[column]; throws naming the record and column when absent or not text.
 std::string text_column(const nlohmann::json& sample, const std::string& column, std::size_t record);
 

@@ -1,5 +1,7 @@
 #include "multimodal_message_transforms.h"
 
+#include "message_transforms.h"
+
 #include <ft/errors.h>
 
 #include <boost/filesystem/path.hpp>
@@ -11,14 +13,6 @@ namespace ft_ds {
 namespace {
 
 using nlohmann::json;
-
-std::string record_name(std::size_t record) { return "record " + std::to_string(record); }
-
-const json& column_of(const json& record, const std::string& column, std::size_t index) {
-  if (!record.is_object() || !record.contains(column))
-    throw ft::Error(record_name(index) + " has no column \"" + column + "\"");
-  return record[column];
-}
 
 std::string text_of(const json& value, const std::string& where) {
   if (!value.is_string()) throw ft::Error(where + " must be text, got " + value.dump().substr(0, 80));
@@ -73,7 +67,7 @@ class ShareGptWithImage final : public MultimodalMessageTransform {
         system_(std::move(system)) {}
 
   MultimodalRecord operator()(const json& record, std::size_t index) const override {
-    const json& turns = column_of(record, conversations_, index);
+    const json& turns = record_column(record, conversations_, index);
     if (!turns.is_array())
       throw ft::Error(record_name(index) + ": column \"" + conversations_ + "\" is not a list of turns");
     MultimodalRecord out;
@@ -124,8 +118,8 @@ class TheCauldron final : public MultimodalMessageTransform {
       : texts_(std::move(texts)), images_(std::move(images)), system_(std::move(system)) {}
 
   MultimodalRecord operator()(const json& record, std::size_t index) const override {
-    const json& images = column_of(record, images_, index);
-    const json& texts = column_of(record, texts_, index);
+    const json& images = record_column(record, images_, index);
+    const json& texts = record_column(record, texts_, index);
     if (!images.is_array())
       throw ft::Error(record_name(index) + ": column \"" + images_ + "\" is not a list of images");
     if (!texts.is_array()) throw ft::Error(record_name(index) + ": column \"" + texts_ + "\" is not a list of turns");
@@ -167,7 +161,7 @@ class InputOutputWithImage final : public MultimodalMessageTransform {
   MultimodalRecord operator()(const json& record, std::size_t index) const override {
     MultimodalRecord out;
     if (system_) out.messages.emplace_back("system", *system_, true);
-    ft::Message user{"user", text_of(column_of(record, input_, index), record_name(index) + ": " + input_), true};
+    ft::Message user{"user", text_of(record_column(record, input_, index), record_name(index) + ": " + input_), true};
     if (record.contains(image_) && !record[image_].is_null()) {
       out.images.push_back(
           image_of(record[image_], location_, index, record_name(index) + ": column \"" + image_ + "\""));
@@ -175,7 +169,7 @@ class InputOutputWithImage final : public MultimodalMessageTransform {
     }
     out.messages.push_back(std::move(user));
     out.messages.emplace_back("assistant",
-                              text_of(column_of(record, output_, index), record_name(index) + ": " + output_));
+                              text_of(record_column(record, output_, index), record_name(index) + ": " + output_));
     return out;
   }
 

@@ -9,6 +9,7 @@
 
 #include "image_decoding.h"
 #include "message_transforms.h"
+#include "sft_dataset.h"
 #include "vision_cross_attention_mask.h"
 
 namespace ft_ds {
@@ -35,12 +36,7 @@ ft::Sample MultimodalSftDataset::get(std::size_t index) const {
                     " records)");
   MultimodalRecord record = (*transform_)(records_->record(index), index);
   validate_messages(record.messages, index);
-  const ft::TokenizedMessages rendered = tokenizer_->tokenize_messages(record.messages, true);
-  ft::Sample s;
-  s.tokens = rendered.tokens;
-  s.labels.resize(s.tokens.size());
-  for (std::size_t i = 0; i < s.tokens.size(); ++i) s.labels[i] = rendered.mask[i] ? ft::kIgnoreIndex : s.tokens[i];
-  s.truncated = rendered.truncated;
+  ft::Sample s = sample_of(tokenizer_->tokenize_messages(record.messages, true));
   if (record.images.empty()) return s;
 
   const std::string sample = "sample " + std::to_string(index);

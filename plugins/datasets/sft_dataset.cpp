@@ -17,7 +17,10 @@ ft::Sample SftDataset::get(std::size_t index) const {
                     " records)");
   auto messages = (*transform_)(records_->record(index), index);
   validate_messages(messages, index);
-  auto rendered = tokenizer_->tokenize_messages(messages, true);
+  return sample_of(tokenizer_->tokenize_messages(messages, true));
+}
+
+ft::Sample sample_of(ft::TokenizedMessages rendered) {
   ft::Sample s;
   s.tokens = std::move(rendered.tokens);
   s.labels.resize(s.tokens.size());

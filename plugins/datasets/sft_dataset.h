@@ -25,6 +25,9 @@ class SftDataset final : public ft::Dataset {
   std::shared_ptr<const ft::Tokenizer> tokenizer_;
 };
 
+// A rendered conversation as a sample: its tokens, labels -100 where masked, whether it was cut.
+ft::Sample sample_of(ft::TokenizedMessages rendered);
+
 // The run's tokenizer, or an error telling the user to configure one for `component`.
 std::shared_ptr<const ft::Tokenizer> require_tokenizer(const ft::Dataset::Args& args, const std::string& component);
 

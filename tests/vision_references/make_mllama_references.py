@@ -139,14 +139,18 @@ def run(model, inputs, meta_cross_attention=True, float64=True):
         mm.MllamaCrossAttentionDecoderLayer.forward = original
 
 
-def redraw_parameters(model):
+def redraw_parameters(model, matrix_std=0.2):
+    """Every parameter from a seeded normal drawn in float64 and rounded to the parameter's dtype:
+    matrices and embeddings matrix_std x N, norm weights 1 + 0.1 N, biases 0.1 N, scalar gates
+    uniform in [-1.5, 1.5] away from 0 and from tanh = 1/2, so that a parameter mapped to the wrong
+    place changes the output; the text embedding's padding row stays zero, as Hugging Face has it."""
     gen = torch.Generator().manual_seed(1)
     norm_weights = {id(m.weight) for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, mm.MllamaTextRMSNorm))}
     with torch.no_grad():
         for name, p in model.named_parameters():
             normal = torch.randn(p.shape, generator=gen, dtype=torch.float64)
             if p.numel() == 1:
-                p.uniform_(-1.5, 1.5, generator=gen)
+                p.copy_(torch.empty((), dtype=torch.float64).uniform_(-1.5, 1.5, generator=gen))
                 if abs(p.item()) < 0.05 or abs(math.tanh(p.item()) - 0.5) < 0.05:
                     raise ValueError(f"gate {name} = {p.item()} is too close to 0 or to tanh = 1/2")
             elif id(p) in norm_weights:
@@ -154,7 +158,7 @@ def redraw_parameters(model):
             elif name.endswith(".bias"):
                 p.copy_(0.1 * normal)
             else:
-                p.copy_(0.2 * normal)
+                p.copy_(matrix_std * normal)
         embed = model.model.language_model.embed_tokens
         embed.weight[embed.padding_idx].zero_()
 

@@ -32,7 +32,6 @@ import io
 import json
 import os
 import pathlib
-import random
 import sys
 import tempfile
 
@@ -48,11 +47,13 @@ import pyarrow.parquet as pq
 import torch
 from datasets import Features, Sequence, Value
 from datasets import Image as ImageFeature
-from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from torchtune.datasets.multimodal import the_cauldron_dataset, vqa_dataset
 from torchtune.models.llama3_2_vision import llama3_2_vision_transform
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from make_vision_golden import fail, fixtures_root, pattern  # noqa: E402  (the seeded image patterns)
 
 IMAGE_TOKEN = 128256      # torchtune's Llama3Tokenizer image_id
 PAD_TOKEN = 128004        # <|finetune_right_pad_id|>
@@ -82,43 +83,6 @@ VQA_TEXTS = [
     {"input": " What shape is the image?\n", "output": "Tall and narrow."},
     {"input": "Name a colour in it.", "output": "  Blue, near the top.  "},
 ]
-
-
-def fail(message):
-    raise RuntimeError(message)
-
-
-def fixtures_root():
-    """FT_FIXTURES, else shared/fixtures beside the repository."""
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    return pathlib.Path(os.environ.get("FT_FIXTURES") or repo.parent / "shared" / "fixtures")
-
-
-# ----------------------------------------------------------------------------------------------
-# Data
-# ----------------------------------------------------------------------------------------------
-def pattern(seed, width, height):
-    """A seeded RGB pattern: a two-colour gradient, a few solid rectangles and mild noise, so that
-    resampling and tiling errors show. Python's random.Random keeps the bytes stable across
-    library versions."""
-    rng = random.Random(seed)
-    c0 = [rng.randrange(256) for _ in range(3)]
-    c1 = [rng.randrange(256) for _ in range(3)]
-    boxes = []
-    for _ in range(rng.randrange(1, 4)):
-        x0, y0 = rng.randrange(width), rng.randrange(height)
-        boxes.append((x0, y0, x0 + rng.randrange(3, width // 2 + 4), y0 + rng.randrange(3, height // 2 + 4),
-                      [rng.randrange(256) for _ in range(3)]))
-    pixels = bytearray()
-    for y in range(height):
-        for x in range(width):
-            t = (x + y) / (width + height - 2)
-            rgb = [round(a + (b - a) * t) for a, b in zip(c0, c1)]
-            for x0, y0, x1, y1, colour in boxes:
-                if x0 <= x < x1 and y0 <= y < y1:
-                    rgb = list(colour)
-            pixels += bytes(min(255, max(0, v + rng.randrange(-12, 13))) for v in rgb)
-    return Image.frombytes("RGB", (width, height), bytes(pixels))
 
 
 def encode(spec):

@@ -54,7 +54,6 @@ import argparse
 import copy
 import inspect
 import json
-import math
 import os
 import pathlib
 import random
@@ -88,7 +87,8 @@ from torchtune.models.llama3_2_vision._convert_weights import llama3_vision_tune
 from torchtune.modules.model_fusion import DeepFusionModel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_mllama_references import KEY_PREFIXES, published_keys, run as mllama_forward  # noqa: E402
+from make_mllama_references import KEY_PREFIXES, published_keys, redraw_parameters  # noqa: E402
+from make_mllama_references import run as mllama_forward  # noqa: E402
 
 VOCAB = 128256            # Llama 3's vocab_size; the embedding has 8 more rows (the fusion embedding)
 IMAGE_TOKEN = 128256      # torchtune's Llama3Tokenizer image_id, the first of those 8 rows
@@ -285,30 +285,6 @@ def make_config(cross_layers=CROSS_LAYERS, text_layers=5, vision_intermediate=64
     return config
 
 
-def redraw_parameters(model):
-    """make_mllama_references.py's redraw with std 0.05 for matrices and embeddings (norm weights
-    1 + 0.1 N, biases 0.1 N, gates uniform in [-1.5, 1.5] away from 0 and from tanh = 1/2), drawn in
-    float64 and rounded to the float32 parameters; the padding row of the text embedding stays zero."""
-    gen = torch.Generator().manual_seed(1)
-    norm_weights = {id(m.weight) for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, mm.MllamaTextRMSNorm))}
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            normal = torch.randn(p.shape, generator=gen, dtype=torch.float64)
-            if p.numel() == 1:
-                value = torch.empty((), dtype=torch.float64).uniform_(-1.5, 1.5, generator=gen)
-                p.copy_(value)
-                if abs(p.item()) < 0.05 or abs(math.tanh(p.item()) - 0.5) < 0.05:
-                    fail(f"gate {name} = {p.item()} is too close to 0 or to tanh = 1/2")
-            elif id(p) in norm_weights:
-                p.copy_(1 + 0.1 * normal)
-            elif name.endswith(".bias"):
-                p.copy_(0.1 * normal)
-            else:
-                p.copy_(0.05 * normal)
-        embed = model.model.language_model.embed_tokens
-        embed.weight[embed.padding_idx].zero_()
-
-
 def trainability(key, cross_layers):
     """Which published parameters train under llama3_2_vision_11b's defaults: True, False, or
     "rows" for the text embedding, of which only rows [VOCAB, VOCAB + 8) train.
@@ -457,7 +433,8 @@ def main():
 
     torch.manual_seed(0)
     model = MllamaForConditionalGeneration._from_config(config, attn_implementation="eager").float()
-    redraw_parameters(model)
+    # std 0.05 for matrices and embeddings, so that training is well-behaved.
+    redraw_parameters(model, matrix_std=0.05)
     keys = published_keys(model)
     initial = {keys[n]: p.detach().clone() for n, p in model.named_parameters()}
     model64 = copy.deepcopy(model).double()  # the same initial values, exactly

@@ -17,7 +17,6 @@
 #include <ft/nn/parameter_device.h>
 #include <ft/plugin.h>
 #include <ft/registry.h>
-#include <ft/text.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
@@ -85,31 +84,18 @@ class Llama32VisionModel final : public ft::Model,
   torch::nn::Module& module() override { return *model_; }
 
   ft::ModelOutput forward(const ft::ModelInput& input, const ft::OutputRequest& request) override {
-    check_text_input(input);
-    VisionLanguageInput in;
-    in.tokens = input.tokens;
-    in.positions = input.input_pos;
-    return output_of(model_->decoder->hidden(in.tokens, in.positions, at::Tensor(), at::Tensor()), request);
+    return output_of(model_->hidden(text_input(input)), request);
   }
 
   ft::ModelOutput forward_with_images(const ft::ModelInput& input, const ft::BatchImages& images,
                                       const ft::OutputRequest& request) override {
-    check_text_input(input);
-    VisionLanguageInput in;
-    in.tokens = input.tokens;
-    in.positions = input.input_pos;
+    VisionLanguageInput in = text_input(input);
     in.images = images.images;
     in.aspect_ratio_ids = aspect_ratio_ids(images);
     const std::int64_t tiles = images.images.size(2);
     in.tile_mask = at::arange(tiles, images.tile_count.options()).lt(images.tile_count.unsqueeze(-1));
     in.encoder_mask = images.encoder_mask;
-    const at::Tensor encoder_states = model_->encode_images(in);
-    const std::vector<std::int64_t> expected{in.tokens.size(0), in.tokens.size(1), encoder_states.size(1)};
-    if (in.encoder_mask.sizes() != at::IntArrayRef(expected))
-      throw ft::Error("Llama 3.2 Vision: the encoder mask must be [batch, text, images x tiles x tokens] = " +
-                      ft::shape_text(expected) + ", got " + ft::shape_text(in.encoder_mask.sizes()));
-    return output_of(model_->decoder->hidden(in.tokens, in.positions, encoder_states, in.encoder_mask.to(at::kBool)),
-                     request);
+    return output_of(model_->hidden(in), request);
   }
 
   at::Tensor output_weight() override { return model_->decoder->output_weight(); }
@@ -201,9 +187,13 @@ class Llama32VisionModel final : public ft::Model,
   void set_activation_offloading(bool offload) override { runner_->offload = offload; }
 
  private:
-  static void check_text_input(const ft::ModelInput& input) {
+  static VisionLanguageInput text_input(const ft::ModelInput& input) {
     if (input.mask.defined() || !input.document_lengths.empty())
       throw ft::Error("Llama 3.2 Vision takes no packed or masked sequences (torchtune packs no multimodal dataset)");
+    VisionLanguageInput in;
+    in.tokens = input.tokens;
+    in.positions = input.input_pos;
+    return in;
   }
 
   // The id of each image's canvas in the model's supported aspect ratios (0: a padding image).

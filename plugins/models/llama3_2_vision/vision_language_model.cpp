@@ -27,7 +27,7 @@ at::Tensor VisionLanguageModelImpl::encode_images(const VisionLanguageInput& inp
   return projection->forward(states).reshape({states.size(0), -1, config_.decoder.text.embed_dim});
 }
 
-at::Tensor VisionLanguageModelImpl::logits(const VisionLanguageInput& input) const {
+at::Tensor VisionLanguageModelImpl::hidden(const VisionLanguageInput& input) const {
   at::Tensor encoder_states;
   if (input.images.defined()) {
     encoder_states = encode_images(input);
@@ -37,8 +37,8 @@ at::Tensor VisionLanguageModelImpl::logits(const VisionLanguageInput& input) con
                       ft::shape_text(expected) + ", got " +
                       (input.encoder_mask.defined() ? ft::shape_text(input.encoder_mask.sizes()) : "none"));
   }
-  return decoder->logits(decoder->hidden(input.tokens, input.positions, encoder_states,
-                                         encoder_states.defined() ? input.encoder_mask.to(at::kBool) : at::Tensor()));
+  return decoder->hidden(input.tokens, input.positions, encoder_states,
+                         encoder_states.defined() ? input.encoder_mask.to(at::kBool) : at::Tensor());
 }
 
 namespace {
@@ -54,13 +54,18 @@ void layer_norm_names(std::vector<NamedTensor>& out, const std::string& prefix, 
   add(out, prefix + ".bias", static_cast<const ft::nn::LayerNormImpl&>(*norm).bias);
 }
 
+// {prefix}{q,k,v,o}_proj.weight of self- or cross-attention (the same four projections).
+template <class Attention>
+void projection_names(std::vector<NamedTensor>& out, const std::string& prefix, const Attention& attn) {
+  add(out, prefix + "q_proj.weight", attn.q_proj->weight);
+  add(out, prefix + "k_proj.weight", attn.k_proj->weight);
+  add(out, prefix + "v_proj.weight", attn.v_proj->weight);
+  add(out, prefix + "o_proj.weight", attn.output_proj->weight);
+}
+
 void encoder_layer_names(std::vector<NamedTensor>& out, const std::string& prefix,
                          ft::nn::TransformerLayerImpl& layer) {
-  const auto& attn = *layer.attn;
-  add(out, prefix + "self_attn.q_proj.weight", attn.q_proj->weight);
-  add(out, prefix + "self_attn.k_proj.weight", attn.k_proj->weight);
-  add(out, prefix + "self_attn.v_proj.weight", attn.v_proj->weight);
-  add(out, prefix + "self_attn.o_proj.weight", attn.output_proj->weight);
+  projection_names(out, prefix + "self_attn.", *layer.attn);
   const auto& mlp = static_cast<const ft::nn::ClipMlpImpl&>(*layer.mlp);
   add(out, prefix + "mlp.fc1.weight", mlp.w1->weight);
   add(out, prefix + "mlp.fc1.bias", mlp.w1->bias);
@@ -74,11 +79,7 @@ void encoder_layer_names(std::vector<NamedTensor>& out, const std::string& prefi
 
 void self_attention_layer_names(std::vector<NamedTensor>& out, const std::string& prefix,
                                 ft::nn::TransformerLayerImpl& layer) {
-  const auto& attn = *layer.attn;
-  add(out, prefix + "self_attn.q_proj.weight", attn.q_proj->weight);
-  add(out, prefix + "self_attn.k_proj.weight", attn.k_proj->weight);
-  add(out, prefix + "self_attn.v_proj.weight", attn.v_proj->weight);
-  add(out, prefix + "self_attn.o_proj.weight", attn.output_proj->weight);
+  projection_names(out, prefix + "self_attn.", *layer.attn);
   ft::nn::dense_mlp_names(*layer.mlp, prefix, "mlp", false, out);
   add(out, prefix + "input_layernorm.weight", layer.sa_norm->scale);
   add(out, prefix + "post_attention_layernorm.weight", layer.mlp_norm->scale);
@@ -87,10 +88,7 @@ void self_attention_layer_names(std::vector<NamedTensor>& out, const std::string
 void cross_attention_layer_names(std::vector<NamedTensor>& out, const std::string& prefix,
                                  ft::nn::CrossAttentionLayerImpl& layer) {
   const auto& attn = *layer.attn;
-  add(out, prefix + "cross_attn.q_proj.weight", attn.q_proj->weight);
-  add(out, prefix + "cross_attn.k_proj.weight", attn.k_proj->weight);
-  add(out, prefix + "cross_attn.v_proj.weight", attn.v_proj->weight);
-  add(out, prefix + "cross_attn.o_proj.weight", attn.output_proj->weight);
+  projection_names(out, prefix + "cross_attn.", attn);
   add(out, prefix + "cross_attn.q_norm.weight", attn.q_norm->scale);
   add(out, prefix + "cross_attn.k_norm.weight", attn.k_norm->scale);
   add(out, prefix + "cross_attn_attn_gate", layer.ca_scale->scale);

@@ -34,8 +34,10 @@ class VisionLanguageModelImpl : public torch::nn::Module {
   explicit VisionLanguageModelImpl(const VisionLanguageConfig& config);
   // The projected image states the decoder attends to, [b, images x tiles x tokens, dim].
   at::Tensor encode_images(const VisionLanguageInput& input) const;
+  // The final hidden state [b, s, dim]: the images encoded (when given) and attended to.
+  at::Tensor hidden(const VisionLanguageInput& input) const;
   // [b, s, vocab].
-  at::Tensor logits(const VisionLanguageInput& input) const;
+  at::Tensor logits(const VisionLanguageInput& input) const { return decoder->logits(hidden(input)); }
 
   const VisionLanguageConfig& config() const { return config_; }
   TiledVisionEncoder encoder{nullptr};
