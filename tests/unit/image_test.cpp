@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "build_tree.h"
 #include "image_decoding.h"
 #include "safetensors.h"
 #include "test_helpers.h"
@@ -23,12 +24,8 @@ namespace {
 
 using fttest::error_of;
 
-// The build tree's image_references/ (tests/CMakeLists.txt), found from the build's bin/fthost.
-std::string reference_dir() {
-  const std::string binary = FTHOST_BINARY;
-  const std::string bin = binary.substr(0, binary.find_last_of('/'));
-  return bin.substr(0, bin.find_last_of('/')) + "/image_references";
-}
+// The fixture image_references (tests/CMakeLists.txt).
+std::string reference_dir() { return fttest::build_tree("image_references"); }
 std::string image_path(const std::string& name) { return reference_dir() + "/images/" + name; }
 
 const ft_checkpointers::SafetensorsFile& references() {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "build_tree.h"
 #include "builtin_plugins.h"
 #include "safetensors.h"
 #include "test_helpers.h"
@@ -31,11 +32,7 @@ using ft_checkpointers::SafetensorsFile;
 using json = nlohmann::json;
 
 // The build tree's vision_references/vision_golden (tests/CMakeLists.txt).
-std::string golden_dir() {
-  const std::string binary = FTHOST_BINARY;
-  const std::string bin = binary.substr(0, binary.find_last_of('/'));
-  return bin.substr(0, bin.find_last_of('/')) + "/vision_references/vision_golden";
-}
+std::string golden_dir() { return fttest::build_tree("vision_references/vision_golden"); }
 
 std::string tokenizer_toml() {
   return "[tokenizer]\n_component_ = \"torchtune.models.llama3_2_vision.llama3_2_vision_transform\"\n"

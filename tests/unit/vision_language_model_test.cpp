@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "build_tree.h"
 #include "builtin_plugins.h"
 #include "safetensors.h"
 #include "test_helpers.h"
@@ -25,12 +26,8 @@ namespace {
 using ft_checkpointers::SafetensorsFile;
 using fttest::error_of;
 
-// The build tree's vision_references/ (tests/CMakeLists.txt), found from the build's bin/fthost.
-std::string reference_dir() {
-  const std::string binary = FTHOST_BINARY;
-  const std::string bin = binary.substr(0, binary.find_last_of('/'));
-  return bin.substr(0, bin.find_last_of('/')) + "/vision_references/mllama_tiny";
-}
+// The fixture vision_references (tests/CMakeLists.txt).
+std::string reference_dir() { return fttest::build_tree("vision_references/mllama_tiny"); }
 
 const SafetensorsFile& reference_case() {
   static const SafetensorsFile file(reference_dir() + "/case.safetensors");
