@@ -2,8 +2,6 @@
 
 namespace ft_models {
 
-namespace {
-
 // "8030261248" -> "8,030,261,248"
 std::string with_thousands_separators(std::int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -13,8 +11,6 @@ std::string with_thousands_separators(std::int64_t n) {
   }
   return out;
 }
-
-}  // namespace
 
 ft::Schema common_schema(const std::string& rope_base_default, const std::string& norm_eps_default, HeadDimKey head_dim,
                          TieKey tie) {

@@ -34,6 +34,9 @@ void require_no_dropout(const ft::ConfigNode& cfg);
 std::unique_ptr<ft::Model> build_checked(const ft::ConfigNode& cfg, const DecoderConfig& config,
                                          const std::shared_ptr<const FamilyHf>& family, const ft::Model::Args& args);
 
+// "8030261248" -> "8,030,261,248": parameter counts in component summaries.
+std::string with_thousands_separators(std::int64_t n);
+
 struct NamedModelSize {
   std::string component;  // the `_component_` name, e.g. "torchtune.models.llama3.llama3_8b"
   std::string summary;    // one line for `fthost ls model -v`

@@ -5,9 +5,11 @@
 // and L2-normalise q and k after the rotation (use_qk_norm); the others ("NoPE", no_rope_layers)
 // have no positions and a query temperature growing with the position (attn_temperature_tuning).
 // Read from a Llama4ForCausalLM config.json ("llama4_text") or a Llama4ForConditionalGeneration
-// one ("llama4": the language model trained, the vision tower and projector saved back
-// unchanged), and torchtune's Scout and Maverick.
+// one ("llama4": the decoder with its vision tower and projector, images filling the <|patch|>
+// positions: llama4_vision_model.h), and torchtune's Scout and Maverick, which are the latter.
 #include "expert_layers.h"
+#include "llama4_vision_config.h"
+#include "llama4_vision_model.h"
 #include "megatron_plan.h"
 #include "torchtune_builders.h"
 
@@ -15,6 +17,8 @@
 #include <ft/plugin.h>
 
 #include <ATen/ATen.h>
+
+#include <tuple>
 
 namespace {
 
@@ -142,7 +146,6 @@ std::shared_ptr<FamilyHf> llama4_hf(bool conditional_generation) {
     f->text_model_type = "llama4_text";
     f->layout.decoder_prefix = "language_model.model.";
     f->layout.lm_head = "language_model.lm_head.weight";
-    f->carried_prefixes = {"vision_model.", "multi_modal_projector."};
   } else {
     f->model_type = "llama4_text";
     f->architecture = "Llama4ForCausalLM";
@@ -194,6 +197,47 @@ DecoderConfig llama4_sized(std::int64_t experts, std::int64_t moe_step, bool qk_
   return c;
 }
 
+ft::Schema trainable_keys(ft::Schema s) {
+  const EarlyFusionTrainable defaults;
+  const auto flag = [](bool value) { return value ? "true" : "false"; };
+  s.optional("decoder_trainable", ft::ValueType::Bool, flag(defaults.decoder),
+             "train the language model (embedding, layers, norm, output)")
+      .optional("encoder_trainable", ft::ValueType::Bool, flag(defaults.encoder),
+                "train the vision encoder (without its pixel-shuffle MLP)")
+      .optional("fusion_trainable", ft::ValueType::Bool, flag(defaults.fusion),
+                "train the fusion parameters: the vision adapter's pixel-shuffle MLP and the projector");
+  return s;
+}
+
+EarlyFusionTrainable trainable_of(const ft::ConfigNode& cfg) {
+  const EarlyFusionTrainable d;
+  return {cfg.get<bool>("decoder_trainable", d.decoder), cfg.get<bool>("encoder_trainable", d.encoder),
+          cfg.get<bool>("fusion_trainable", d.fusion)};
+}
+
+// torchtune's llama4_vision_encoder as Scout and Maverick build it (Meta's published shapes).
+Llama4VisionConfig published_vision(std::int64_t image_size) {
+  Llama4VisionConfig v;
+  v.hidden_size = 1408;
+  v.num_layers = 34;
+  v.num_heads = 16;
+  v.intermediate_size = 5632;
+  v.image_size = image_size;
+  v.patch_size = 14;
+  v.projector_input_dim = 4096;
+  v.projector_output_dim = 4096;
+  v.vision_output_dim = 4096;
+  return v;
+}
+
+std::int64_t vision_parameter_count(const Llama4VisionConfig& v, std::int64_t decoder_width) {
+  const std::int64_t h = v.hidden_size, i = v.intermediate_size, side = v.patches_per_side();
+  const std::int64_t layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h;
+  return v.num_channels * v.patch_size * v.patch_size * h + h + (side * side + 1) * h + 4 * h + v.num_layers * layer +
+         v.shuffled_dim() * v.projector_input_dim + v.projector_output_dim * v.projector_output_dim +
+         v.vision_output_dim * decoder_width;
+}
+
 void register_components(ft::Registry& reg) {
   const std::shared_ptr<const FamilyHf> text = llama4_hf(false), multimodal = llama4_hf(true);
 
@@ -201,32 +245,52 @@ void register_components(ft::Registry& reg) {
   from_config.required("path", ft::ValueType::String, "a Hugging Face config.json, or the model directory holding it")
       .path("path", ft::PathRole::InputPath);
   reg.add<ft::Model>(
-      "fthost.models.llama4.from_hf_config", from_config,
-      "a Llama 4 language model read from a Hugging Face config.json (llama4_text, or llama4 keeping its vision tower)",
+      "fthost.models.llama4.from_hf_config", trainable_keys(std::move(from_config)),
+      "a Llama 4 model read from a Hugging Face config.json: llama4_text (the language model), or llama4 (with its "
+      "vision tower; the *_trainable keys as torchtune's builders)",
       [text, multimodal](const ft::ConfigNode& cfg, ft::Model::Args args) {
         const ConfigJsonReader json(cfg, cfg.get<std::string>("path"));
         const std::string model_type = json.string("model_type", "");
         if (model_type == "llama4_text") {
+          for (const char* key : {"decoder_trainable", "encoder_trainable", "fusion_trainable"})
+            if (cfg.has(key))
+              cfg.fail(key, "applies to a llama4 checkpoint with its vision tower; " + json.path() +
+                                " is llama4_text (the language model alone, all of it trained)");
           const DecoderConfig c = read_hf_config(json, *text);
           return make_family_model(c, for_architecture(text, c), args);
         }
         if (model_type != "llama4")
           json.fail("model_type", "\"" + model_type + "\": this component reads llama4_text and llama4");
         const DecoderConfig c = read_hf_config(json.nested("text_config"), *multimodal);
-        return make_family_model(c, for_architecture(multimodal, c), args);
+        return make_llama4_vision_model(c, read_llama4_vision_config(json), trainable_of(cfg),
+                                        for_architecture(multimodal, c), args);
       });
 
-  // torchtune's builders name the Hugging Face Llama4ForConditionalGeneration checkpoints: the
-  // language model is built and trained, the vision weights carried.
+  // torchtune's builders: the EarlyFusionModel of the decoder and the vision encoder, which
+  // Hugging Face's Llama4ForConditionalGeneration checkpoints hold.
   const DecoderConfig scout = llama4_sized(16, 1, true, Llama3RopeScaling{16.0, 1.0, 1.0, 8192}, 10485760);
   const DecoderConfig maverick = llama4_sized(128, 2, false, std::nullopt, 1048576);
-  register_named_sizes(
-      reg, {{"torchtune.models.llama4.llama4_scout_17b_16e", "Llama 4 Scout 17B-16E (16 experts, 1 per token)", scout}},
-      for_architecture(multimodal, scout));
-  register_named_sizes(reg,
-                       {{"torchtune.models.llama4.llama4_maverick_17b_128e",
-                         "Llama 4 Maverick 17B-128E (128 experts, 1 per token)", maverick}},
-                       for_architecture(multimodal, maverick));
+  for (const auto& [component, name, decoder] :
+       {std::tuple{"torchtune.models.llama4.llama4_scout_17b_16e", "Scout 17B-16E (16 experts", scout},
+        std::tuple{"torchtune.models.llama4.llama4_maverick_17b_128e", "Maverick 17B-128E (128 experts", maverick}}) {
+    ft::Schema s;
+    s.optional("image_size", ft::ValueType::Int, "336", "tile size in pixels the vision encoder reads");
+    const DecoderConfig c = decoder;
+    const std::int64_t total = c.parameter_count() + vision_parameter_count(published_vision(336), c.embed_dim);
+    reg.add<ft::Model>(component, trainable_keys(std::move(s)),
+                       std::string("Llama 4 ") + name + ", 1 per token) with its vision encoder, " +
+                           with_thousands_separators(total) + " parameters",
+                       [c, multimodal](const ft::ConfigNode& cfg, ft::Model::Args args) {
+                         const std::int64_t image_size = cfg.get<std::int64_t>("image_size", 336);
+                         if (image_size <= 0 || image_size % 28 != 0)
+                           cfg.fail("image_size", "must be a positive multiple of 28 (patches of 14 pixels, folded "
+                                                  "2 x 2 by the pixel shuffle), got " +
+                                                      std::to_string(image_size));
+                         if (std::string problem = c.problem(); !problem.empty()) cfg.fail("", problem);
+                         return make_llama4_vision_model(c, published_vision(image_size), trainable_of(cfg),
+                                                         for_architecture(multimodal, c), args);
+                       });
+  }
 
   register_expert_plan(reg, "torchtune.models.llama4.decoder_only_tp_plan",
                        "Llama 4's plan: attention and dense MLPs in the Megatron layout, the experts' hidden features "

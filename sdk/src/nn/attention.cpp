@@ -66,7 +66,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const at::Tensor& positio
   if (options_.norm_after_positions) normalize();
   if (const auto& temperature = options_.query_temperature) {
     // [b or 1, s] float32 factors, one per query position.
-    const at::Tensor p = positions.to(at::kFloat);
+    const at::Tensor p = positions.to(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
     const at::Tensor factor =
         at::log1p(at::floor((p + 1.0) / temperature->floor_scale)) * temperature->attn_scale + 1.0;
     q = (q * factor.view({p.dim() == 2 ? p.size(0) : 1, s, 1, 1})).to(q.scalar_type());
@@ -145,7 +145,8 @@ at::Tensor explicit_attention(const at::Tensor& q, const at::Tensor& k, const at
   at::Tensor weights = at::matmul(q, keys.transpose(-1, -2)) * scores.scale;
   weights = ft::soft_cap(weights, scores.softcap);
   weights = weights.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  const at::Tensor probs = at::softmax(weights, -1, at::kFloat).to(q.scalar_type());
+  const at::Tensor probs =
+      at::softmax(weights, -1, q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat).to(q.scalar_type());
   return at::matmul(probs, values);
 }
 

@@ -25,11 +25,13 @@ Routing TokenChoiceRouterImpl::forward(const at::Tensor& x) const {
   r.logits = sums_gate_gradient_over ? at::linear(x, ft::copy_to_tensor_parallel(gate->weight, sums_gate_gradient_over))
                                      : gate->forward(x);
   at::Tensor top;
+  // Scores in float32 (float64 for a float64 model).
+  const auto wide = r.logits.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   if (options_.score == RouterScore::Softmax) {
-    std::tie(top, r.experts) = at::topk(at::softmax(r.logits, -1, at::kFloat), options_.top_k, -1);
+    std::tie(top, r.experts) = at::topk(at::softmax(r.logits, -1, wide), options_.top_k, -1);
   } else {
     std::tie(top, r.experts) = at::topk(r.logits, options_.top_k, -1);
-    top = at::sigmoid(top.to(at::kFloat));
+    top = at::sigmoid(top.to(wide));
   }
   if (options_.normalize_top_k) top = top / top.sum(-1, /*keepdim=*/true);
   r.weights = top;

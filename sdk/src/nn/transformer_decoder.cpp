@@ -47,6 +47,7 @@ at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Te
     h = h * normalizer;
   }
   if (unit_hooks && embedding_unit) h = unit_hooks->after_forward(*embedding_unit, std::move(h));
+  if (fuse_embeddings) h = fuse_embeddings(h);
   // An undefined mask means causal (attention's fused kernels need no mask tensor for it).
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (unit_hooks) unit_hooks->before_forward(i);

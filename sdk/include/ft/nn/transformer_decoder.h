@@ -18,6 +18,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -64,6 +65,9 @@ class TransformerDecoderImpl : public torch::nn::Module {
   // Tensor parallelism: the embedding's rows are this slice of the vocabulary (the output
   // projection's slice is the model's concern: decoder_model.cpp).
   std::optional<ft::VocabShard> embedding_vocab_shard;
+  // Early fusion (Llama 4 with images): maps the token embeddings [b, s, dim] to those the first
+  // layer reads (image features in place of their placeholder tokens'). Unset: none.
+  std::function<at::Tensor(const at::Tensor&)> fuse_embeddings;
 
  private:
   torch::nn::ModuleList layer_list_;

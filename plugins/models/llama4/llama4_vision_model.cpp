@@ -1,0 +1,189 @@
+#include "llama4_vision_model.h"
+
+#include "decoder_builder.h"
+#include "llama4_vision_encoder.h"
+
+#include <ft/errors.h>
+#include <ft/model_image_input.h>
+#include <ft/nn/clip_mlp.h>
+#include <ft/nn/decoder_model.h>
+#include <ft/nn/layer_norm.h>
+#include <ft/nn/parameter_device.h>
+#include <ft/text.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ft_models {
+namespace {
+
+void fill_normal(at::Tensor& t, double stddev, at::Generator& gen) {
+  t.copy_(at::empty(t.sizes(), t.options().device(at::kCPU)).normal_(0.0, stddev, gen));
+}
+
+// Hugging Face's initialisation: linear weights N(0, 0.02), the class and position embeddings
+// N(0, hidden^-1/2), norms and biases at their construction values.
+void initialize_vision(Llama4VisionEncoderImpl& encoder, ft::nn::LinearImpl& projector, std::uint64_t seed) {
+  at::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(seed ^ 0x4c4c414d41345649ULL);
+  const double embedding_std = 1.0 / std::sqrt(static_cast<double>(encoder.config().hidden_size));
+  fill_normal(encoder.class_embedding, embedding_std, gen);
+  fill_normal(encoder.positional_embedding, embedding_std, gen);
+  for (const auto& module : encoder.modules(/*include_self=*/false))
+    if (auto* linear = dynamic_cast<ft::nn::LinearImpl*>(module.get())) fill_normal(linear->weight, 0.02, gen);
+  fill_normal(projector.weight, 0.02, gen);
+}
+
+class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelImageInput {
+ public:
+  Llama4VisionModel(const DecoderConfig& config, const Llama4VisionConfig& vision,
+                    const EarlyFusionTrainable& trainable, std::shared_ptr<const FamilyHf> family,
+                    const ft::Model::Args& args)
+      : DecoderModel([&config] { return build_decoder(config); }, args, family->layout),
+        config_(config),
+        vision_(vision),
+        family_(std::move(family)) {
+    {
+      std::optional<ft::nn::MetaParameters> meta;
+      if (args.device.is_meta()) meta.emplace();
+      encoder_ = Llama4VisionEncoder(vision);
+      projector_ = ft::nn::Linear(vision.vision_output_dim, config.embed_dim, false);
+    }
+    if (!args.device.is_meta()) initialize_vision(*encoder_, *projector_, args.seed);
+    encoder_->to(args.device, args.dtype);
+    projector_->to(args.device, args.dtype);
+    // Registered under the decoder, whose parameters the strategies and the optimizer see.
+    decoder().register_module("vision_model", encoder_);
+    decoder().register_module("multi_modal_projector", projector_);
+    set_trainable(trainable);
+  }
+
+  ft::ModelOutput forward_with_images(const ft::ModelInput& input, const ft::BatchImages& images,
+                                      const ft::OutputRequest& request) override {
+    if (context_parallel_)
+      throw ft::Error(
+          "Llama 4 with images under context parallelism: each rank holds a share of every sequence, and the image "
+          "features fill the <|patch|> positions of whole sequences; train images without context_parallel_dim");
+    const at::Tensor features = image_features(images);
+    const at::Tensor placeholders = input.tokens.eq(vision_.image_token_index);
+    const std::int64_t slots = placeholders.sum().item<std::int64_t>();
+    if (slots != features.size(0))
+      throw ft::Error("Llama 4: the batch's " + std::to_string(features.size(0) / vision_.features_per_tile()) +
+                      " image tiles give " + std::to_string(features.size(0)) + " features for " +
+                      std::to_string(slots) + " <|patch|> tokens (id " + std::to_string(vision_.image_token_index) +
+                      "): the model transform's tile grid and the images disagree");
+    // As Hugging Face does: the tiles' features, in order, replace the placeholders' embeddings.
+    decoder().fuse_embeddings = [placeholders, features](const at::Tensor& embeddings) {
+      return embeddings.masked_scatter(placeholders.unsqueeze(-1), features.to(embeddings.scalar_type()));
+    };
+    struct Reset {
+      ft::nn::TransformerDecoderImpl& decoder;
+      ~Reset() { decoder.fuse_embeddings = nullptr; }
+    } reset{decoder()};
+    return forward(input, request);
+  }
+
+  std::vector<ft::NamedTensor> hf_parameters() override {
+    std::vector<ft::NamedTensor> out = DecoderModel::hf_parameters();
+    Llama4VisionEncoderImpl& e = *encoder_;
+    const std::string v = "vision_model.";
+    out.push_back({v + "patch_embedding.linear.weight", e.patch_embedding->weight});
+    out.push_back({v + "class_embedding", e.class_embedding});
+    out.push_back({v + "positional_embedding_vlm", e.positional_embedding});
+    const auto layer_norm = [&out](const std::string& name, const ft::nn::Norm& norm) {
+      out.push_back({name + ".weight", norm->scale});
+      out.push_back({name + ".bias", dynamic_cast<ft::nn::LayerNormImpl&>(*norm).bias});
+    };
+    const auto linear = [&out](const std::string& name, const ft::nn::Linear& l) {
+      out.push_back({name + ".weight", l->weight});
+      if (l->bias.defined()) out.push_back({name + ".bias", l->bias});
+    };
+    layer_norm(v + "layernorm_pre", e.layernorm_pre);
+    layer_norm(v + "layernorm_post", e.layernorm_post);
+    for (std::size_t i = 0; i < e.layers.size(); ++i) {
+      const std::string p = v + "model.layers." + std::to_string(i) + ".";
+      const auto& layer = *e.layers[i];
+      linear(p + "self_attn.q_proj", layer.attn->q_proj);
+      linear(p + "self_attn.k_proj", layer.attn->k_proj);
+      linear(p + "self_attn.v_proj", layer.attn->v_proj);
+      linear(p + "self_attn.o_proj", layer.attn->output_proj);
+      const auto& mlp = dynamic_cast<const ft::nn::ClipMlpImpl&>(*layer.mlp);
+      linear(p + "mlp.fc1", mlp.w1);
+      linear(p + "mlp.fc2", mlp.w2);
+      layer_norm(p + "input_layernorm", layer.sa_norm);
+      layer_norm(p + "post_attention_layernorm", layer.mlp_norm);
+    }
+    linear(v + "vision_adapter.mlp.fc1", e.adapter_fc1);
+    linear(v + "vision_adapter.mlp.fc2", e.adapter_fc2);
+    linear("multi_modal_projector.linear_1", projector_);
+    return out;
+  }
+
+  std::string hf_config_json() const override {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(write_hf_config(config_, *family_, dtype()));
+    write_llama4_vision_config(vision_, j);
+    return j.dump(2) + "\n";
+  }
+
+  void* find_role(ft::ModelRole role) override {
+    if (role == ft::ModelImageInput::role) return static_cast<ft::ModelImageInput*>(this);
+    return DecoderModel::find_role(role);
+  }
+
+  void apply_context_parallel(const std::shared_ptr<ft::Collectives>& group, ft::RotateMethod rotate) override {
+    DecoderModel::apply_context_parallel(group, rotate);
+    context_parallel_ = true;
+  }
+
+ private:
+  // The real tiles of every image in order (sample, image, tile), through the tower and the
+  // projector: [tiles x features_per_tile, decoder width].
+  at::Tensor image_features(const ft::BatchImages& images) const {
+    const at::Tensor& pixels = images.images;
+    if (pixels.dim() != 6 || images.tile_count.sizes() != pixels.sizes().slice(0, 2))
+      throw ft::Error("Llama 4: images must be [batch, images, tiles, channels, size, size] with a tile count per "
+                      "image, got " +
+                      ft::shape_text(pixels.sizes()) + " and " + ft::shape_text(images.tile_count.sizes()));
+    const at::Tensor real = at::arange(pixels.size(2), images.tile_count.options())
+                                .lt(images.tile_count.unsqueeze(-1))
+                                .flatten()
+                                .to(pixels.device());
+    const at::Tensor tiles = pixels.flatten(0, 2).index({real});
+    const at::Tensor features = projector_->forward(encoder_->forward(tiles));
+    return features.reshape({-1, features.size(-1)});
+  }
+
+  void set_trainable(const EarlyFusionTrainable& t) {
+    for (auto& p : decoder().parameters()) p.requires_grad_(t.decoder);
+    for (auto& p : encoder_->parameters()) p.requires_grad_(t.encoder);
+    // torchtune's fusion parameters win whatever the other two say.
+    for (auto& p : encoder_->adapter_fc1->parameters()) p.requires_grad_(t.fusion);
+    for (auto& p : encoder_->adapter_fc2->parameters()) p.requires_grad_(t.fusion);
+    for (auto& p : projector_->parameters()) p.requires_grad_(t.fusion);
+  }
+
+  DecoderConfig config_;
+  Llama4VisionConfig vision_;
+  std::shared_ptr<const FamilyHf> family_;
+  Llama4VisionEncoder encoder_{nullptr};
+  ft::nn::Linear projector_{nullptr};
+  bool context_parallel_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ft::Model> make_llama4_vision_model(const DecoderConfig& decoder, const Llama4VisionConfig& vision,
+                                                    const EarlyFusionTrainable& trainable,
+                                                    std::shared_ptr<const FamilyHf> family,
+                                                    const ft::Model::Args& args) {
+  return std::make_unique<Llama4VisionModel>(decoder, vision, trainable, std::move(family), args);
+}
+
+}  // namespace ft_models

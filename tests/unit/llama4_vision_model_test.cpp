@@ -1,0 +1,190 @@
+// Llama 4 with images against transformers' Llama4ForConditionalGeneration itself
+// (tests/vision_references/make_llama4_references.py, the ctest fixture llama4_references), in
+// float64 on a tiny model with every mechanism of the decoder (experts every second layer,
+// chunked attention, NoPE layers with temperature tuning) and of the vision tower (2-D rotary
+// attention, the class token, the pixel shuffle and its MLP, the projector): the image features,
+// logits, loss and every gradient; the published checkpoint's key set; and the errors.
+#include <ft/errors.h>
+#include <ft/model_image_input.h>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "build_tree.h"
+#include "builtin_plugins.h"
+#include "safetensors.h"
+#include "test_helpers.h"
+
+namespace {
+
+using ft_checkpointers::SafetensorsFile;
+using fttest::error_of;
+
+constexpr std::int64_t kImageToken = 255;
+
+std::string reference_dir() { return fttest::build_tree("vision_references/llama4_tiny"); }
+
+const SafetensorsFile& reference_case() {
+  static const SafetensorsFile file(reference_dir() + "/case.safetensors");
+  return file;
+}
+
+std::shared_ptr<ft::Model> model_of(const std::string& keys = "", c10::ScalarType dtype = at::kDouble) {
+  ft::Model::Args args;
+  args.dtype = dtype;
+  const std::string toml = "[model]\n_component_ = \"fthost.models.llama4.from_hf_config\"\npath = \"" +
+                           reference_dir() + "\"\n" + keys;
+  return fttest::builtin_registry().instantiate<ft::Model>(fttest::config_root(toml).table("model"), args);
+}
+
+std::shared_ptr<ft::Model> loaded_model() {
+  auto model = model_of();
+  const SafetensorsFile weights(reference_dir() + "/model.safetensors");
+  for (const auto& named : model->hf_parameters()) ft::assign_checkpoint_value(named, weights.tensor(named.name));
+  return model;
+}
+
+// The reference's tiles as the collate batches them: sample 0's image of 3 tiles, sample 1's of
+// 1 tile padded to 3 with zeros.
+ft::BatchImages reference_images() {
+  const at::Tensor pixels = reference_case().tensor("pixel_values");
+  ft::BatchImages images;
+  images.images = at::zeros({2, 1, 3, 3, 16, 16}, pixels.options());
+  images.images[0][0].copy_(pixels.narrow(0, 0, 3));
+  images.images[1][0].narrow(0, 0, 1).copy_(pixels.narrow(0, 3, 1));
+  images.tile_count = at::tensor({3, 1}, at::kLong).view({2, 1});
+  images.aspect_ratio = at::tensor({2, 1, 1, 1}, at::kLong).view({2, 1, 2});
+  return images;
+}
+
+ft::ModelInput reference_input() {
+  ft::ModelInput input;
+  input.tokens = reference_case().tensor("input_ids").clone();
+  return input;
+}
+
+ft::ModelImageInput& image_input(ft::Model& model) {
+  auto* role = static_cast<ft::ModelImageInput*>(model.find_role(ft::ModelImageInput::role));
+  if (!role) throw std::runtime_error("the model plays no image-input role");
+  return *role;
+}
+
+void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what, double tolerance) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  const double scale = std::max(1.0, expected.abs().max().item<double>());
+  const double difference = (actual.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
+  EXPECT_LE(difference, tolerance * scale)
+      << what << ": largest difference " << difference << " (values up to " << scale << ")";
+}
+
+TEST(Llama4Vision, EveryCheckpointTensorIsOneParameter) {
+  auto model = model_of();
+  const SafetensorsFile weights(reference_dir() + "/model.safetensors");
+  std::set<std::string> names;
+  std::int64_t elements = 0;
+  for (const auto& named : model->hf_parameters()) {
+    EXPECT_TRUE(names.insert(named.name).second) << named.name << " twice";
+    const auto* record = weights.find(named.name);
+    ASSERT_NE(record, nullptr) << named.name << " is not in the checkpoint";
+    EXPECT_EQ(ft::checkpoint_shape(named), record->shape) << named.name;
+    elements += c10::multiply_integers(ft::checkpoint_shape(named));
+  }
+  EXPECT_EQ(names.size(), weights.records().size());
+  std::int64_t parameters = 0;
+  for (const auto& p : model->module().parameters()) parameters += p.numel();
+  EXPECT_EQ(elements, parameters) << "a parameter no checkpoint name reaches, or one reached twice";
+}
+
+TEST(Llama4Vision, LogitsLossAndEveryGradientAreTransformers) {
+  auto model = loaded_model();
+  for (auto& p : model->module().parameters()) p.requires_grad_(true);  // every gradient, frozen parts too
+  const auto& r = reference_case();
+  const ft::ModelOutput out = image_input(*model).forward_with_images(reference_input(), reference_images(), {});
+  ASSERT_EQ(out.logits.size(), 1u);
+  const at::Tensor& logits = out.logits[0];
+  expect_close(logits, r.tensor("logits"), "logits", 1e-11);
+
+  const at::Tensor labels = r.tensor("labels");
+  const std::int64_t vocab = logits.size(-1);
+  const at::Tensor loss =
+      at::cross_entropy_loss(logits.narrow(1, 0, logits.size(1) - 1).reshape({-1, vocab}),
+                             labels.narrow(1, 1, labels.size(1) - 1).reshape({-1}), {}, at::Reduction::Mean, -100);
+  expect_close(loss.reshape({1}), r.tensor("loss"), "loss", 1e-11);
+  loss.backward();
+  int compared = 0;
+  for (const auto& named : model->hf_parameters()) {
+    // The gradients in the checkpoint's layout: the entry with each live tensor's gradient in its place.
+    ft::NamedTensor gradients = named;
+    if (named.parts.empty()) {
+      gradients.tensor = named.tensor.grad();
+    } else {
+      for (auto& part : gradients.parts) part = part.grad();
+    }
+    expect_close(ft::checkpoint_value(gradients), r.tensor("grad." + named.name), "gradient of " + named.name, 1e-11);
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(model->hf_parameters().size()));
+}
+
+// torchtune's EarlyFusionModel defaults: the decoder and the fusion parameters (the adapter's MLP
+// and the projector) train, the encoder is frozen.
+TEST(Llama4Vision, TheTrainableSplitIsTorchtunes) {
+  const auto trainable = [](ft::Model& model, const std::string& prefix) {
+    int yes = 0, no = 0;
+    for (const auto& named : model.hf_parameters())
+      if (named.name.rfind(prefix, 0) == 0)
+        ((named.parts.empty() ? named.tensor : named.parts[0]).requires_grad() ? yes : no)++;
+    return std::pair{yes, no};
+  };
+  auto defaults = model_of();
+  EXPECT_EQ(trainable(*defaults, "language_model."), std::pair(45, 0));
+  EXPECT_EQ(trainable(*defaults, "vision_model.model."), std::pair(0, 32));
+  EXPECT_EQ(trainable(*defaults, "vision_model.patch_embedding"), std::pair(0, 1));
+  EXPECT_EQ(trainable(*defaults, "vision_model.vision_adapter."), std::pair(2, 0));
+  EXPECT_EQ(trainable(*defaults, "multi_modal_projector."), std::pair(1, 0));
+  auto encoder_only =
+      model_of("decoder_trainable = false\nencoder_trainable = true\nfusion_trainable = false\n");
+  EXPECT_EQ(trainable(*encoder_only, "language_model."), std::pair(0, 45));
+  EXPECT_EQ(trainable(*encoder_only, "vision_model.model."), std::pair(32, 0));
+  EXPECT_EQ(trainable(*encoder_only, "vision_model.vision_adapter."), std::pair(0, 2));
+  EXPECT_EQ(trainable(*encoder_only, "multi_modal_projector."), std::pair(0, 1));
+}
+
+TEST(Llama4Vision, TilesThatDisagreeWithTheImageTokensAreRefusedWithBothCounts) {
+  auto model = loaded_model();
+  ft::BatchImages images = reference_images();
+  images.tile_count = at::tensor({2, 1}, at::kLong).view({2, 1});  // 12 features for 16 image tokens
+  const std::string message =
+      error_of<ft::Error>([&] { image_input(*model).forward_with_images(reference_input(), images, {}); });
+  EXPECT_NE(message.find("12 features for 16 <|patch|> tokens"), std::string::npos) << message;
+}
+
+TEST(Llama4Vision, TextAloneIsTheLanguageModel) {
+  auto model = loaded_model();
+  ft::ModelInput input;
+  input.tokens = reference_case().tensor("input_ids").clone().masked_fill_(
+      reference_case().tensor("input_ids").eq(kImageToken), 7);
+  EXPECT_NO_THROW(model->forward(input, {}));
+}
+
+TEST(Llama4Vision, AVisionConfigWhoseShapesDisagreeNamesTheKey) {
+  const std::string dir = fttest::temp_dir();
+  std::string json = fttest::read_file(reference_dir() + "/config.json");
+  const std::string from = "\"intermediate_size\": 64";
+  ASSERT_NE(json.find(from), std::string::npos);
+  json.replace(json.find(from), from.size(), "\"intermediate_size\": 60");
+  std::ofstream(dir + "/config.json") << json;
+  const std::string message = error_of<ft::Error>([&] {
+    fttest::builtin_registry().instantiate<ft::Model>(
+        fttest::config_root("[model]\n_component_ = \"fthost.models.llama4.from_hf_config\"\npath = \"" + dir + "\"\n")
+            .table("model"));
+  });
+  EXPECT_NE(message.find("vision_config.hidden_size"), std::string::npos) << message;
+  EXPECT_NE(message.find("pixel-shuffled width"), std::string::npos) << message;
+}
+
+}  // namespace
