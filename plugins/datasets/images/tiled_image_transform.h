@@ -31,6 +31,12 @@ struct TiledImage {
   PixelSize aspect_ratio;  // the canvas in tiles: height x width
 };
 
+// torchvision's ToDtype(dtype, scale=True) and Normalize(mean, std) (none when both are empty) of
+// uint8 pixels [height, width, 3], as TiledImageTransform scales and normalises: [3, height,
+// width] in `dtype`.
+at::Tensor scaled_and_normalized(const at::Tensor& rgb, at::ScalarType dtype, const std::vector<double>& mean,
+                                 const std::vector<double>& std);
+
 class TiledImageTransform {
  public:
   explicit TiledImageTransform(TiledImageSettings settings);
