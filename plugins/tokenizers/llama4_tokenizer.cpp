@@ -4,8 +4,15 @@
 // Each message is rendered as Meta's ChatFormat (llama_models) renders it, inside torchtune's
 // framing (BOS, masks, EOS, truncation). Where torchtune's Llama4Tokenizer departs from Meta's
 // format, the published format wins: content is not stripped, a "tool" message's header says
-// "ipython", and ids 200016 and 200017 are <|python_start|> and <|python_end|>.
+// "ipython", and ids 200016 and 200017 are <|python_start|> and <|python_end|>. A message with
+// images (image_offsets) is torchtune's content list, as Hugging Face's chat template renders it
+// too: each text piece between the images stripped, and an <|image|> placeholder for each image,
+// which the multimodal dataset replaces by the image's tile grid (llama4_transform.cpp).
 #include <ft/errors.h>
+
+#include <cctype>
+#include <optional>
+#include <string_view>
 
 #include "bpe_loaders.h"
 #include "pretokenize_patterns.h"
@@ -52,6 +59,13 @@ std::vector<AddedToken> llama4_special_tokens() {
   return tokens;
 }
 
+// Python's str.strip() on ASCII white space, as the Llama 3 tokenizer strips its pieces.
+std::string_view strip(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
 class Llama4Tokenizer final : public ModelTokenizer {
  public:
   // `source`: where the special tokens came from, for errors.
@@ -68,6 +82,7 @@ class Llama4Tokenizer final : public ModelTokenizer {
     header_end_ = special("<|header_end|>");
     eot_ = special("<|eot|>");
     eom_ = special("<|eom|>");
+    image_ = codec_->token_id("<|image|>");
     blank_line_ = encode_plain("\n\n");
     ipython_ = encode_plain("ipython");
   }
@@ -84,7 +99,7 @@ class Llama4Tokenizer final : public ModelTokenizer {
       append(t, m.role == "tool" ? ipython_ : encode_plain(m.role));
       t.push_back(header_end_);
       append(t, blank_line_);
-      append(t, encode_plain(m.content));
+      append_content(t, m);
       // The last message stays open for generation; <|eom|> marks a message that does not end the
       // turn (a tool call, a tool's result), which the datasets flag as torchtune does.
       if (i + 1 < messages.size() || add_end_tokens) t.push_back(m.eot ? eot_ : eom_);
@@ -103,10 +118,30 @@ class Llama4Tokenizer final : public ModelTokenizer {
   std::vector<std::int64_t> stop_tokens() const override { return {ids_.eos, eom_, eot_}; }
 
  private:
+  void append_content(std::vector<std::int64_t>& t, const ft::Message& m) const {
+    if (m.image_offsets.empty()) {
+      append(t, encode_plain(m.content));
+      return;
+    }
+    const std::string_view content = m.content;
+    std::size_t start = 0;
+    for (const std::size_t offset : m.image_offsets) {
+      if (offset < start || offset > content.size())
+        throw ft::Error("a " + m.role + " message's image offsets must be ascending within its " +
+                        std::to_string(content.size()) + " bytes, got " + std::to_string(offset));
+      if (!image_)
+        throw ft::Error("this Llama 4 tokenizer has no <|image|> token for the message's images (" + m.role + ")");
+      append(t, encode_plain(strip(content.substr(start, offset - start))));
+      t.push_back(*image_);
+      start = offset;
+    }
+    append(t, encode_plain(strip(content.substr(start))));
+  }
   static void append(std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
     to.insert(to.end(), from.begin(), from.end());
   }
   std::int64_t header_start_, header_end_, eot_, eom_;
+  std::optional<std::int64_t> image_;
   std::vector<std::int64_t> blank_line_, ipython_;
 };
 

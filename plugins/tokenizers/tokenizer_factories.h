@@ -38,7 +38,7 @@ std::unique_ptr<ft::Tokenizer> make_phi3_mini_tokenizer(const std::string& path,
                                                         Truncation truncation,
                                                         std::optional<std::vector<AddedToken>> special_tokens,
                                                         const std::string& special_tokens_path);
-// torchtune's llama4_transform without images: Meta's tiktoken tokenizer.model, right truncation.
+// torchtune's llama4_transform's text half: Meta's tiktoken tokenizer.model, right truncation.
 std::unique_ptr<ft::Tokenizer> make_llama4_tokenizer(const std::string& path, std::int64_t max_seq_len,
                                                      std::optional<std::vector<AddedToken>> special_tokens,
                                                      const std::string& special_tokens_path);
@@ -50,6 +50,11 @@ std::unique_ptr<ft::Tokenizer> make_phi4_tokenizer(const std::string& vocab_path
 // image_size-pixel tiles (tokenizers built with image support only: FTHOST_WITH_IMAGES).
 std::unique_ptr<ft::Tokenizer> make_llama3_vision_transform(std::unique_ptr<ft::Tokenizer> text,
                                                             std::int64_t image_size);
+// torchtune's llama4_transform with images: `text` (a Llama 4 tokenizer), tiles of image_size
+// pixels, at most max_num_tiles of them and a thumbnail (tokenizers built with image support
+// only: FTHOST_WITH_IMAGES).
+std::unique_ptr<ft::Tokenizer> make_llama4_transform(std::unique_ptr<ft::Tokenizer> text, std::int64_t image_size,
+                                                     std::int64_t max_num_tiles);
 // The `added_tokens` of a tokenizer.json (torchtune's parse_hf_tokenizer_json).
 std::vector<AddedToken> load_added_tokens(const std::string& tokenizer_json_path);
 

@@ -136,23 +136,33 @@ void register_components(ft::Registry& reg) {
                   "truncate tokenized conversations to this many tokens; packed datasets' pack length. Left out "
                   "(or null in YAML): no truncation; torchtune's builder means 8192 when the key is left out")
         .optional("image_size", ValueType::Int, "336",
-                  "tile size of image inputs, which come with vision support: the datasets here carry text only, "
-                  "so it is only checked to be positive")
+                  "tile size in pixels of image inputs, a multiple of the patch size 14 (multimodal datasets)")
         .optional("max_num_tiles", ValueType::Int, "16",
-                  "tiles per image input, which come with vision support: the datasets here carry text only, so it "
-                  "is only checked to be positive")
+                  "tiles per image at most, besides the global thumbnail of an image of several tiles "
+                  "(multimodal datasets)")
         .optional("special_tokens_path", ValueType::String, "",
                   "tokenizer.json whose added_tokens replace Llama 4's special tokens")
         .optional("prompt_template", ValueType::String, "", "not supported: Llama 4's chat format is built in");
-    reg.add<ft::Tokenizer>("torchtune.models.llama4.llama4_transform", with_file_roles(std::move(s)),
-                           "Llama 4 tiktoken tokenizer with the Llama 4 chat format (text; no image inputs)",
-                           [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
-                             refuse_prompt_template(cfg);
-                             check_positive(cfg, "image_size");
-                             check_positive(cfg, "max_num_tiles");
-                             return ft_tok::make_llama4_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg),
-                                                                  special_tokens(cfg), special_tokens_path(cfg));
-                           });
+    reg.add<ft::Tokenizer>(
+        "torchtune.models.llama4.llama4_transform", with_file_roles(std::move(s)),
+        "Llama 4's transform: the Llama 4 tiktoken tokenizer with the Llama 4 chat format, and "
+        "images in up to max_num_tiles tiles of image_size pixels and a thumbnail, each image's "
+        "tile grid of <|patch|> tokens in the text",
+        [](const ft::ConfigNode& cfg, ft::Tokenizer::Args) {
+          refuse_prompt_template(cfg);
+          check_positive(cfg, "max_num_tiles");
+          const std::int64_t image_size = cfg.get<std::int64_t>("image_size");
+          if (image_size <= 0 || image_size % 14 != 0)
+            cfg.fail("image_size",
+                     "must be a positive multiple of the patch size 14, got " + std::to_string(image_size));
+          auto text = ft_tok::make_llama4_tokenizer(cfg.get<std::string>("path"), max_seq_len(cfg), special_tokens(cfg),
+                                                    special_tokens_path(cfg));
+#if defined(FTHOST_WITH_IMAGES)
+          return ft_tok::make_llama4_transform(std::move(text), image_size, cfg.get<std::int64_t>("max_num_tiles"));
+#else
+          return text;  // built without image support: text only
+#endif
+        });
   }
   {
     auto s = common_schema("vocab.json (with merges_file) or tokenizer.json");
