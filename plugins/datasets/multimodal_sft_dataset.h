@@ -1,7 +1,10 @@
 // torchtune's SFTDataset over a multimodal message transform: a record's conversation rendered by
-// the run's model transform (llama3_2_vision_transform) with its image token where each image
-// sits, every image decoded (from its file or the record's bytes) and tiled, and each image's
-// text-to-image mask (torchtune's VisionCrossAttentionMask) over the rendered tokens.
+// the run's model transform with its image token where each image sits, every image decoded (from
+// its file or the record's bytes) and tiled. Cross-attention (llama3_2_vision_transform): each
+// image's text-to-image mask (torchtune's VisionCrossAttentionMask) over the rendered tokens. In
+// place (llama4_transform): each image token replaced by the image's tokens (its tile grid), the
+// expanded sequence truncated to max_seq_len, images wholly past the cut dropped and an image the
+// cut splits an error; no encoder_mask.
 #pragma once
 
 #include <ft/dataset.h>

@@ -1,6 +1,7 @@
 // torchtune.data.padded_collate_tiled_images_and_mask as a collate component: text padded as
 // padded_collate_sft pads it, images and tiles padded with zeros, the text-to-image masks laid
-// out as the model reads them (tiled_images_collate.h).
+// out as the model reads them (tiled_images_collate.h); images without masks (Llama 4's, taken in
+// place of their <|patch|> tokens) leave encoder_mask undefined.
 #include "dataset_components.h"
 
 #include <ft/collate.h>
@@ -29,7 +30,7 @@ class PaddedCollateTiledImages final : public ft::Collate {
       for (const auto& image : s.images) {
         t.images.push_back(image.tiles);
         t.aspect_ratios.push_back({image.rows, image.columns});
-        t.masks.push_back(image.encoder_mask);
+        if (image.encoder_mask.defined()) t.masks.push_back(image.encoder_mask);  // none: Llama 4
       }
       most_images = std::max<std::int64_t>(most_images, static_cast<std::int64_t>(s.images.size()));
       tiled.push_back(std::move(t));

@@ -45,12 +45,23 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
   std::int64_t max_images = 0;
   std::int64_t tokens_per_tile = 0;
   const at::Tensor* first_image = nullptr;
+  // Whether the batch's images come with masks (cross-attention), from its first sample with an
+  // image; std::nullopt until then.
+  std::optional<bool> with_masks;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto& sample = samples[i];
-    if (sample.masks.size() != sample.images.size() || sample.aspect_ratios.size() != sample.images.size())
+    const bool masked = !sample.masks.empty();
+    if ((masked && sample.masks.size() != sample.images.size()) || sample.aspect_ratios.size() != sample.images.size())
       throw ft::Error(sample_name(i) + ": " + std::to_string(sample.images.size()) + " images, " +
                       std::to_string(sample.aspect_ratios.size()) + " aspect ratios and " +
-                      std::to_string(sample.masks.size()) + " masks; each image needs one of each");
+                      std::to_string(sample.masks.size()) +
+                      " masks; each image needs an aspect ratio, and a mask unless none has one");
+    if (!sample.images.empty()) {
+      if (with_masks && *with_masks != masked)
+        throw ft::Error(sample_name(i) + ": its images come " + (masked ? "with" : "without") +
+                        " text-to-image masks, unlike the batch's first images: one model transform makes a batch");
+      with_masks = masked;
+    }
     max_images = std::max(max_images, static_cast<std::int64_t>(sample.images.size()));
     for (std::size_t k = 0; k < sample.images.size(); ++k) {
       const at::Tensor& image = sample.images[k];
@@ -61,6 +72,7 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
           image.scalar_type() != first_image->scalar_type())
         throw ft::Error(sample_name(i) + ", image " + std::to_string(k) +
                         ": its tiles differ in shape or dtype from the batch's first image's");
+      if (!masked) continue;
       const at::Tensor& mask = sample.masks[k];
       if (mask.dim() != 2 || mask.size(0) != static_cast<std::int64_t>(sample.tokens.size()) ||
           mask.size(1) % tiles != 0)
@@ -96,7 +108,8 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
   // The model's layout (Hugging Face's Mllama: [batch, text, images, tiles x tokens] flattened):
   // text token t sees image i's tile tokens at columns i x max_tiles x tokens_per_tile onwards.
   const std::int64_t image_width = max_tiles * tokens_per_tile;
-  out.encoder_mask = at::zeros({batch, length, mask_images * image_width}, at::TensorOptions().dtype(at::kBool));
+  if (*with_masks)
+    out.encoder_mask = at::zeros({batch, length, mask_images * image_width}, at::TensorOptions().dtype(at::kBool));
   for (std::int64_t b = 0; b < batch; ++b) {
     const auto& sample = samples[static_cast<std::size_t>(b)];
     const auto size = static_cast<std::int64_t>(sample.tokens.size());
@@ -107,6 +120,7 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
       out.images[b][i].slice(0, 0, image.size(0)).copy_(image);
       out.aspect_ratio[b][i][0].fill_(sample.aspect_ratios[k].height);
       out.aspect_ratio[b][i][1].fill_(sample.aspect_ratios[k].width);
+      if (!*with_masks) continue;
       const at::Tensor& mask = sample.masks[k];
       out.encoder_mask[b]
           .slice(0, row, row + size)
