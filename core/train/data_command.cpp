@@ -5,6 +5,7 @@
 
 #include <ft/clock.h>
 #include <ft/errors.h>
+#include <ft/image_transform.h>
 #include <ft/log.h>
 #include <ft/loss.h>
 
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,19 +105,82 @@ std::vector<std::pair<std::int64_t, std::int64_t>> seeing_positions(const ft::Sa
   return runs;
 }
 
-std::string describe_image(std::size_t index, const ft::SampleImage& image) {
-  std::string positions;
-  for (const auto& [begin, end] : seeing_positions(image))
-    positions += (positions.empty() ? "" : ", ") + std::to_string(begin) + "-" + std::to_string(end - 1);
-  return fmt::format("  image {}: {}x{} canvas, {} tile(s) of {}x{} px; seen by tokens {}", index, image.rows,
-                     image.columns, image.tiles.size(0), image.tiles.size(-2), image.tiles.size(-1),
-                     positions.empty() ? "none" : positions);
+// Where image k's tokens sit when the model takes them in place (Llama 4's tile grid): [begin,
+// end) of the k-th image's run of image_tokens, the images' runs following each other in order.
+std::optional<std::pair<std::int64_t, std::int64_t>> in_place_tokens(const ft::Sample& s, std::size_t k,
+                                                                     const ft::ImageTransform* transform) {
+  if (!transform || transform->cross_attends() || k >= s.images.size()) return std::nullopt;
+  auto from = s.tokens.begin();
+  for (std::size_t i = 0; i <= k; ++i) {
+    const std::vector<std::int64_t> run = transform->image_tokens(s.images[i]);
+    const auto at = std::search(from, s.tokens.end(), run.begin(), run.end());
+    if (at == s.tokens.end()) return std::nullopt;
+    if (i == k)
+      return std::make_pair(static_cast<std::int64_t>(at - s.tokens.begin()),
+                            static_cast<std::int64_t>(at - s.tokens.begin() + static_cast<std::ptrdiff_t>(run.size())));
+    from = at + static_cast<std::ptrdiff_t>(run.size());
+  }
+  return std::nullopt;
+}
+
+// An image of rows x columns tiles and one more: Llama 4's global thumbnail, its last tile.
+bool has_thumbnail(const ft::SampleImage& image) { return image.tiles.size(0) == image.rows * image.columns + 1; }
+
+std::string describe_image(const ft::Sample& s, std::size_t index, const ft::ImageTransform* transform) {
+  const ft::SampleImage& image = s.images[index];
+  std::string where;
+  if (image.encoder_mask.defined()) {
+    std::string positions;
+    for (const auto& [begin, end] : seeing_positions(image))
+      positions += (positions.empty() ? "" : ", ") + std::to_string(begin) + "-" + std::to_string(end - 1);
+    where = "seen by tokens " + (positions.empty() ? std::string("none") : positions);
+  } else if (const auto run = in_place_tokens(s, index, transform)) {
+    where = fmt::format("its tile grid is tokens {}-{}, whose {} patch tokens the model fills with its features",
+                        run->first, run->second - 1, image.tiles.size(0) * transform->tokens_per_tile());
+  } else {
+    where = "no text position refers to it";
+  }
+  return fmt::format("  image {}: {}x{} canvas, {} tile(s) of {}x{} px{}; {}", index, image.rows, image.columns,
+                     image.tiles.size(0), image.tiles.size(-2), image.tiles.size(-1),
+                     has_thumbnail(image) ? " (the last a global thumbnail)" : "", where);
+}
+
+// `ids` (the tokens from position `first` on) decoded, except inside an image's tokens: there each
+// run of one repeated token is decoded once and counted ("<|patch|>×144").
+std::string decode_compact(const ft::Tokenizer& tokenizer, const std::vector<std::int64_t>& ids, std::int64_t first,
+                           const std::vector<std::pair<std::int64_t, std::int64_t>>& image_runs) {
+  const auto in_image = [&](std::size_t i) {
+    const std::int64_t position = first + static_cast<std::int64_t>(i);
+    for (const auto& [begin, end] : image_runs)
+      if (position >= begin && position < end) return true;
+    return false;
+  };
+  std::string text;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t end = i + 1;
+    if (in_image(i)) {
+      while (end < ids.size() && in_image(end) && ids[end] == ids[i]) ++end;
+      text += tokenizer.decode({ids[i]});
+      if (end - i > 1) text += "\u00d7" + std::to_string(end - i);
+    } else {
+      while (end < ids.size() && !in_image(end)) ++end;
+      text += tokenizer.decode(std::vector<std::int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(i),
+                                                         ids.begin() + static_cast<std::ptrdiff_t>(end)));
+    }
+    i = end;
+  }
+  return text;
 }
 
 // The tokens as text, each run of trained or masked tokens decoded on its own (a run ends at a
 // message boundary, so no character is split); ids instead of text without a tokenizer.
 std::string render(const ft::Sample& s, std::int64_t ignore_index, const ft::Tokenizer* tokenizer, bool colour) {
   std::string out;
+  // Images whose tokens stand in the text (Llama 4's tile grids, hundreds of <|patch|> each).
+  std::vector<std::pair<std::int64_t, std::int64_t>> image_runs;
+  const ft::ImageTransform* transform = tokenizer ? tokenizer->image_transform() : nullptr;
+  for (std::size_t k = 0; k < s.images.size(); ++k)
+    if (const auto run = in_place_tokens(s, k, transform)) image_runs.push_back(*run);
   for (std::size_t begin = 0; begin < s.tokens.size();) {
     const bool trained = s.labels[begin] != ignore_index;
     std::size_t end = begin + 1;
@@ -124,7 +189,7 @@ std::string render(const ft::Sample& s, std::int64_t ignore_index, const ft::Tok
                                         s.tokens.begin() + static_cast<std::ptrdiff_t>(end));
     std::string text;
     if (tokenizer) {
-      text = tokenizer->decode(ids);
+      text = decode_compact(*tokenizer, ids, static_cast<std::int64_t>(begin), image_runs);
     } else {
       for (auto id : ids) text += (text.empty() ? "" : " ") + std::to_string(id);
       if (begin > 0) out += ' ';
@@ -143,25 +208,32 @@ void print_sample(std::size_t index, const ft::Sample& s, std::int64_t ignore_in
   std::cout << "── sample " << index << ": " << s.tokens.size() << " tokens, " << count_trained(s.labels, ignore_index)
             << " trained" << (s.truncated ? ", truncated to max_seq_len" : "") << " ──\n"
             << render(s, ignore_index, tokenizer, colour) << "\n";
-  for (std::size_t i = 0; i < s.images.size(); ++i) std::cout << describe_image(i, s.images[i]) << "\n";
+  const ft::ImageTransform* transform = tokenizer ? tokenizer->image_transform() : nullptr;
+  for (std::size_t i = 0; i < s.images.size(); ++i) std::cout << describe_image(s, i, transform) << "\n";
   std::cout << "\n";
 }
 
-nlohmann::json sample_json(const char* kind, std::size_t index, const ft::Sample& s) {
+nlohmann::json sample_json(const char* kind, std::size_t index, const ft::Sample& s,
+                           const ft::ImageTransform* transform = nullptr) {
   nlohmann::json j{{kind, index}, {"tokens", s.tokens}, {"labels", s.labels}};
   if (!s.input_pos.empty()) j["input_pos"] = s.input_pos;
   if (!s.seq_lens.empty()) j["seq_lens"] = s.seq_lens;
   if (std::string(kind) == "sample") j["truncated"] = s.truncated;
   if (!s.images.empty()) {
     nlohmann::json images = nlohmann::json::array();
-    for (const auto& image : s.images) {
+    for (std::size_t k = 0; k < s.images.size(); ++k) {
+      const ft::SampleImage& image = s.images[k];
       nlohmann::json seen = nlohmann::json::array();
       for (const auto& [begin, end] : seeing_positions(image)) seen.push_back({begin, end});
-      images.push_back({{"rows", image.rows},
-                        {"columns", image.columns},
-                        {"tiles", image.tiles.size(0)},
-                        {"tile_size", image.tiles.size(-1)},
-                        {"seen_by", seen}});
+      nlohmann::json entry{{"rows", image.rows},
+                           {"columns", image.columns},
+                           {"tiles", image.tiles.size(0)},
+                           {"tile_size", image.tiles.size(-1)},
+                           {"thumbnail", has_thumbnail(image)},
+                           {"seen_by", seen}};
+      // In place (Llama 4): the [begin, end) of its tile grid in the tokens.
+      if (const auto run = in_place_tokens(s, k, transform)) entry["tokens"] = {run->first, run->second};
+      images.push_back(std::move(entry));
     }
     j["images"] = images;
   }
@@ -262,7 +334,7 @@ Totals scan_samples(const std::shared_ptr<const ft::Dataset>& documents, const f
       // Unpacked samples pass through the recipe's collate; documents of packs cannot (it takes packs).
       const ft::Sample view = packed ? sample : collated(*collate, sample);
       if (options.json)
-        std::cout << sample_json("sample", i, view).dump() << "\n";
+        std::cout << sample_json("sample", i, view, tokenizer ? tokenizer->image_transform() : nullptr).dump() << "\n";
       else
         print_sample(i, view, ignore_index, tokenizer, colour);
       if (i + 1 == shown) std::cout << std::flush;
