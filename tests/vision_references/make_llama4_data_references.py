@@ -257,7 +257,8 @@ def main():
             refs[f"pil_resize.{k}.output"] = torch.tensor(list(resized.tobytes()), dtype=torch.uint8).view(oh, ow, 3)
 
     meta = {
-        "samples": len(samples), "pillow": PIL.__version__, "pil_resizes": len(PIL_RESIZES), "images": [len(specs) for specs in IMAGES], "cut": cut,
+        "samples": len(samples), "images": [len(specs) for specs in IMAGES], "cut": cut,
+        "pillow": PIL.__version__, "pil_resizes": len(PIL_RESIZES),
         "image_size": IMAGE_SIZE, "max_num_tiles": MAX_TILES, "max_seq_len": MAX_SEQ_LEN,
         "patch_tokens_per_tile": PATCH_TOKENS_PER_TILE,
         "ids": {"image_start": tok.image_start, "image_end": tok.image_end, "image": tok.image_id,
