@@ -43,8 +43,8 @@ namespace {
 // placeholder stands for at least one token, so the expanded sequence's first max_seq_len - 1
 // tokens come from the placeholders' first max_seq_len - 1, which its truncation keeps.
 ft::Sample expand_in_place(ft::TokenizedMessages rendered, std::vector<ft::SampleImage> images,
-                           const ft::ImageTransform& transform, std::int64_t max_seq_len, std::int64_t eos,
-                           const std::string& sample) {
+                           const std::vector<ImageSource>& sources, const ft::ImageTransform& transform,
+                           std::int64_t max_seq_len, std::int64_t eos, const std::string& sample) {
   const std::int64_t placeholder = transform.image_token_id();
   ft::TokenizedMessages out;
   out.truncated = rendered.truncated;
@@ -74,9 +74,9 @@ ft::Sample expand_in_place(ft::TokenizedMessages rendered, std::vector<ft::Sampl
       if (spans[k].second <= cut) continue;
       if (spans[k].first < cut)
         throw ft::Error(sample + ": max_seq_len " + std::to_string(max_seq_len) + " cuts image " + std::to_string(k) +
-                        ", whose " + std::to_string(spans[k].second - spans[k].first) + " tokens take positions " +
-                        std::to_string(spans[k].first) + "-" + std::to_string(spans[k].second - 1) +
-                        "; raise max_seq_len or shorten the sample");
+                        " (" + sources[k].name + "), whose " + std::to_string(spans[k].second - spans[k].first) +
+                        " tokens take positions " + std::to_string(spans[k].first) + "-" +
+                        std::to_string(spans[k].second - 1) + "; raise max_seq_len or shorten the sample");
       kept = std::min(kept, k);
     }
     out.tokens.resize(cut);
@@ -118,7 +118,7 @@ ft::Sample MultimodalSftDataset::get(std::size_t index) const {
     images.push_back(images_->transform(pixels, sample + " (" + source.name + ")"));
   }
   if (!images_->cross_attends())
-    return expand_in_place(std::move(rendered), std::move(images), *images_, tokenizer_->max_seq_len(),
+    return expand_in_place(std::move(rendered), std::move(images), record.images, *images_, tokenizer_->max_seq_len(),
                            tokenizer_->eos_id(), sample);
 
   ft::Sample s = sample_of(std::move(rendered));

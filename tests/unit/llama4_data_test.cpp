@@ -170,7 +170,7 @@ TEST_F(Llama4Data, ACutThroughAnImageIsAnError) {
   const auto tok = tokenizer(max_seq_len);
   const std::string message = fttest::error_of<ft::Error>([&] { dataset(tok); });
   EXPECT_NE(message.find("sample 0"), std::string::npos) << message;
-  EXPECT_NE(message.find("image 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("image 1 (record 0: images[1])"), std::string::npos) << message;
   EXPECT_NE(message.find("max_seq_len " + std::to_string(max_seq_len)), std::string::npos) << message;
 }
 
