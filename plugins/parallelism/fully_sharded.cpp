@@ -79,6 +79,7 @@ struct ShardedUnit {
   std::vector<ShardedBuffer> buffers;
   bool backward_needs_parameters = true;
   bool used_after_layers = false;
+  bool optional = false;  // as ft::ShardingUnit
   bool gathered = false;  // every buffer's `full` has storage: the gather is done or in flight
   bool gradients_pending = false;
 };
@@ -174,6 +175,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       u.name = group.name;
       u.backward_needs_parameters = group.backward_needs_parameters;
       u.used_after_layers = group.used_after_layers;
+      u.optional = group.optional;
       // One buffer per reduction group, trainable and frozen parameters apart.
       std::vector<at::Tensor> shared, experts, frozen_shared, frozen_experts;
       for (const auto& p : group.parameters) {
@@ -201,7 +203,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     // The model lists its layers first; units after them are its separately sharded modules.
     layer_count_ = 0;
     while (layer_count_ < root_ && units_[layer_count_].backward_needs_parameters &&
-           !units_[layer_count_].used_after_layers)
+           !units_[layer_count_].used_after_layers && !units_[layer_count_].optional)
       ++layer_count_;
     if (sharding_) sharding_->set_unit_hooks(this);
     shards_ = shards;
@@ -265,11 +267,13 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
       }
     }
     gather(unit);
-    if (unit > 0 && unit <= layer_count_ && units_[unit - 1].backward_needs_parameters) prefetch(unit - 1);
+    if (unit > 0 && unit <= layer_count_ && !units_[unit].optional && units_[unit - 1].backward_needs_parameters)
+      prefetch(unit - 1);
     units_[unit].gradients_pending = true;
   }
 
   void end_micro_batch() override {
+    agree_on_optional_units();
     for (std::size_t u = 0; u < units_.size(); ++u) {
       if (units_[u].gradients_pending || u == root_) reduce_gradients(u);
       reshard(u);
@@ -453,6 +457,22 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     }
     finish_reductions();
     for (auto& reduction : started) reducing_.push_back(std::move(reduction));
+  }
+
+  // An optional unit some rank did not use this micro-batch: every rank reduces it when any used
+  // it (the others add zeros), none when no rank did, so the collectives match.
+  void agree_on_optional_units() {
+    std::vector<std::size_t> optional;
+    for (std::size_t u = 0; u < units_.size(); ++u)
+      if (units_[u].optional) optional.push_back(u);
+    if (optional.empty()) return;
+    at::NoGradGuard no_grad;
+    at::Tensor used = at::zeros({static_cast<std::int64_t>(optional.size())}, at::kFloat);
+    for (std::size_t i = 0; i < optional.size(); ++i)
+      if (units_[optional[i]].gradients_pending) used[static_cast<std::int64_t>(i)] = 1;
+    world_->all_reduce_sum(used);
+    for (std::size_t i = 0; i < optional.size(); ++i)
+      units_[optional[i]].gradients_pending = used[static_cast<std::int64_t>(i)].item<float>() > 0;
   }
 
   void finish_reductions() {

@@ -15,6 +15,7 @@ struct ParameterGroup {
   std::vector<at::Tensor> parameters;
   bool backward_needs_parameters = true;  // as ft::ShardingUnit
   bool used_after_layers = false;
+  bool optional = false;
 };
 
 // units[0 .. n-1]: the model's sharding units; units[n]: the root. Throws when a parameter is

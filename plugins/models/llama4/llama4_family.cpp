@@ -198,14 +198,14 @@ DecoderConfig llama4_sized(std::int64_t experts, std::int64_t moe_step, bool qk_
 }
 
 ft::Schema trainable_keys(ft::Schema s) {
-  const EarlyFusionTrainable defaults;
-  const auto flag = [](bool value) { return value ? "true" : "false"; };
-  s.optional("decoder_trainable", ft::ValueType::Bool, flag(defaults.decoder),
-             "train the language model (embedding, layers, norm, output)")
-      .optional("encoder_trainable", ft::ValueType::Bool, flag(defaults.encoder),
-                "train the vision encoder (without its pixel-shuffle MLP)")
-      .optional("fusion_trainable", ft::ValueType::Bool, flag(defaults.fusion),
-                "train the fusion parameters: the vision adapter's pixel-shuffle MLP and the projector");
+  // No schema default, so that a llama4_text checkpoint can refuse a key that was given.
+  s.optional("decoder_trainable", ft::ValueType::Bool, "",
+             "train the language model (embedding, layers, norm, output); left out: true, as torchtune's")
+      .optional("encoder_trainable", ft::ValueType::Bool, "",
+                "train the vision encoder (without its pixel-shuffle MLP); left out: false, as torchtune's")
+      .optional("fusion_trainable", ft::ValueType::Bool, "",
+                "train the fusion parameters, the vision adapter's pixel-shuffle MLP and the projector; left out: "
+                "true, as torchtune's");
   return s;
 }
 

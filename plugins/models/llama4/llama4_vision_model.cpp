@@ -137,6 +137,22 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
     return DecoderModel::find_role(role);
   }
 
+  // The decoder's units, then the vision tower and projector as one optional unit: a batch
+  // without images leaves them without a gradient, which the strategy keeps undefined.
+  std::vector<ft::ShardingUnit> sharding_units() override {
+    std::vector<ft::ShardingUnit> units = DecoderModel::sharding_units();
+    ft::ShardingUnit vision{"vision_model", encoder_->parameters()};
+    for (const auto& p : projector_->parameters()) vision.parameters.push_back(p);
+    vision.optional = true;
+    vision_unit_ = units.size();
+    units.push_back(std::move(vision));
+    return units;
+  }
+  void set_unit_hooks(ft::UnitHooks* hooks) override {
+    DecoderModel::set_unit_hooks(hooks);
+    unit_hooks_ = hooks;
+  }
+
   void apply_context_parallel(const std::shared_ptr<ft::Collectives>& group, ft::RotateMethod rotate) override {
     DecoderModel::apply_context_parallel(group, rotate);
     context_parallel_ = true;
@@ -145,7 +161,7 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
  private:
   // The real tiles of every image in order (sample, image, tile), through the tower and the
   // projector: [tiles x features_per_tile, decoder width].
-  at::Tensor image_features(const ft::BatchImages& images) const {
+  at::Tensor image_features(const ft::BatchImages& images) {
     const at::Tensor& pixels = images.images;
     if (pixels.dim() != 6 || images.tile_count.sizes() != pixels.sizes().slice(0, 2))
       throw ft::Error("Llama 4: images must be [batch, images, tiles, channels, size, size] with a tile count per "
@@ -156,7 +172,10 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
                                 .flatten()
                                 .to(pixels.device());
     const at::Tensor tiles = pixels.flatten(0, 2).index({real});
-    const at::Tensor features = projector_->forward(encoder_->forward(tiles));
+    const bool hooked = unit_hooks_ && vision_unit_;
+    if (hooked) unit_hooks_->before_forward(*vision_unit_);
+    at::Tensor features = projector_->forward(encoder_->forward(tiles));
+    if (hooked) features = unit_hooks_->after_forward(*vision_unit_, std::move(features));
     return features.reshape({-1, features.size(-1)});
   }
 
@@ -175,6 +194,8 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
   Llama4VisionEncoder encoder_{nullptr};
   ft::nn::Linear projector_{nullptr};
   bool context_parallel_ = false;
+  ft::UnitHooks* unit_hooks_ = nullptr;
+  std::optional<std::size_t> vision_unit_;  // its index among the sharding units, once asked
 };
 
 }  // namespace

@@ -26,6 +26,11 @@ struct ShardingUnit {
   // returned (the output projection): the model calls before_forward() on every use and never
   // after_forward(); its parameters stay gathered until the backward reaches the last layer.
   bool used_after_layers = false;
+  // true for a unit some forwards do not use (Llama 4's vision tower on a batch without images):
+  // not one of the layers. A strategy reduces its gradient only when some rank used it in the
+  // micro-batch; where none did, its gradient stays undefined and the optimizer leaves it alone,
+  // as torch's optimizers skip a parameter whose grad is None.
+  bool optional = false;
 };
 
 // Called by the model around each unit's forward, so a strategy can gather the unit's
