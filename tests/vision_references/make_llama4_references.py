@@ -21,6 +21,12 @@ Writes OUT_DIR/llama4_tiny/:
   Face's: mean cross entropy of the labels shifted by one, -100 ignored) and, after
   loss.backward(), "grad.<key>" for every parameter.
 
+And OUT_DIR/llama4_trainable/ (config.json, model.safetensors in float32): a model for training
+runs through llama4_transform, whose token ids reach 202047 and whose tiles are 14-pixel patches:
+text vocabulary 202048, width 32, 2 layers (the second a mixture of experts); vision tiles of 28
+pixels (2 x 2 patches, one feature per tile after the pixel shuffle), 1 layer; image token
+200092 (<|patch|>).
+
 Every parameter is redrawn from a seeded normal (norm weights near 1), so that a parameter read
 into the wrong place changes the outputs.
 
@@ -162,6 +168,33 @@ def main():
         case["grad." + name] = (p.grad if p.grad is not None else torch.zeros_like(p)).detach().contiguous()
     save_file({k: v.contiguous() for k, v in case.items()}, str(out / "case.safetensors"))
     print(f"{out}: loss {result.loss.item():.12f}, {len(state)} parameters")
+    make_trainable(parser.parse_args().out_dir)
+
+
+def make_trainable(out_dir):
+    """The training runs' model: Llama 4's token ids, tiles of 28 pixels in 14-pixel patches."""
+    out = out_dir / "llama4_trainable"
+    out.mkdir(parents=True, exist_ok=True)
+    text = dict(LLAMA4_TEXT_KW, vocab_size=202048, hidden_size=32, intermediate_size=16, intermediate_size_mlp=48,
+                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                no_rope_layers=[1, 0], max_position_embeddings=8192, bos_token_id=200000, eos_token_id=200001,
+                pad_token_id=200018)
+    vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_channels=3,
+                  image_size=28, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=24,
+                  projector_output_dim=24, vision_output_dim=24, norm_eps=1e-5, rope_theta=10000, hidden_act="gelu",
+                  attention_dropout=0.0, projector_dropout=0.0, multi_modal_projector_bias=False)
+    config = Llama4Config(text_config=text, vision_config=vision, boi_token_index=200080, eoi_token_index=200081,
+                          image_token_index=200092, tie_word_embeddings=False)
+    torch.manual_seed(1)
+    model = Llama4ForConditionalGeneration(config)
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(6)
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(0.05 * torch.randn(p.shape, generator=gen))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
+              metadata={"format": "pt"})
+    config.save_pretrained(str(out))
 
 
 if __name__ == "__main__":
