@@ -17,7 +17,8 @@ std::vector<ParameterGroup> group_parameters(ft::Model& model) {
       if (!seen.insert(p.unsafeGetTensorImpl()).second)
         throw ft::Error("parallelism: parameter appears in two sharding units (second: " + unit.name + ")");
     }
-    groups.push_back({unit.name, unit.parameters, unit.backward_needs_parameters, unit.used_after_layers, unit.optional});
+    groups.push_back(
+        {unit.name, unit.parameters, unit.backward_needs_parameters, unit.used_after_layers, unit.optional});
   }
   ParameterGroup root{"root", {}, true, false};
   for (const auto& p : model.module().parameters()) {

@@ -36,8 +36,8 @@ const SafetensorsFile& reference_case() {
 std::shared_ptr<ft::Model> model_of(const std::string& keys = "", c10::ScalarType dtype = at::kDouble) {
   ft::Model::Args args;
   args.dtype = dtype;
-  const std::string toml = "[model]\n_component_ = \"fthost.models.llama4.from_hf_config\"\npath = \"" +
-                           reference_dir() + "\"\n" + keys;
+  const std::string toml =
+      "[model]\n_component_ = \"fthost.models.llama4.from_hf_config\"\npath = \"" + reference_dir() + "\"\n" + keys;
   return fttest::builtin_registry().instantiate<ft::Model>(fttest::config_root(toml).table("model"), args);
 }
 
@@ -146,8 +146,7 @@ TEST(Llama4Vision, TheTrainableSplitIsTorchtunes) {
   EXPECT_EQ(trainable(*defaults, "vision_model.patch_embedding"), std::pair(0, 1));
   EXPECT_EQ(trainable(*defaults, "vision_model.vision_adapter."), std::pair(2, 0));
   EXPECT_EQ(trainable(*defaults, "multi_modal_projector."), std::pair(1, 0));
-  auto encoder_only =
-      model_of("decoder_trainable = false\nencoder_trainable = true\nfusion_trainable = false\n");
+  auto encoder_only = model_of("decoder_trainable = false\nencoder_trainable = true\nfusion_trainable = false\n");
   EXPECT_EQ(trainable(*encoder_only, "language_model."), std::pair(0, 45));
   EXPECT_EQ(trainable(*encoder_only, "vision_model.model."), std::pair(32, 0));
   EXPECT_EQ(trainable(*encoder_only, "vision_model.vision_adapter."), std::pair(0, 2));
@@ -166,8 +165,10 @@ TEST(Llama4Vision, TilesThatDisagreeWithTheImageTokensAreRefusedWithBothCounts) 
 TEST(Llama4Vision, TextAloneIsTheLanguageModel) {
   auto model = loaded_model();
   ft::ModelInput input;
-  input.tokens = reference_case().tensor("input_ids").clone().masked_fill_(
-      reference_case().tensor("input_ids").eq(kImageToken), 7);
+  input.tokens = reference_case()
+                     .tensor("input_ids")
+                     .clone()
+                     .masked_fill_(reference_case().tensor("input_ids").eq(kImageToken), 7);
   EXPECT_NO_THROW(model->forward(input, {}));
 }
 

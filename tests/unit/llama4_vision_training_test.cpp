@@ -44,7 +44,8 @@ TEST(Llama4VisionTraining, TorchtunesScoutYamlTrainsTheTinyModelOnImages) {
       " dataset.source=parquet dataset.data_files=" +
       fttest::build_tree("vision_references/llama4_data/cauldron.parquet") +
       " collate_fn=torchtune.data.padded_collate_tiled_images_and_mask seed=0 tensor_parallel_dim=1"
-      " epochs=1 max_steps_per_epoch=2 batch_size=1 metric_logger.output_fmt=jsonl metric_logger.filename=metrics.jsonl");
+      " epochs=1 max_steps_per_epoch=2 batch_size=1 metric_logger.output_fmt=jsonl "
+      "metric_logger.filename=metrics.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), 2U) << r.output;

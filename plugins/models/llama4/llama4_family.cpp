@@ -283,9 +283,10 @@ void register_components(ft::Registry& reg) {
                        [c, multimodal](const ft::ConfigNode& cfg, ft::Model::Args args) {
                          const std::int64_t image_size = cfg.get<std::int64_t>("image_size", 336);
                          if (image_size <= 0 || image_size % 28 != 0)
-                           cfg.fail("image_size", "must be a positive multiple of 28 (patches of 14 pixels, folded "
-                                                  "2 x 2 by the pixel shuffle), got " +
-                                                      std::to_string(image_size));
+                           cfg.fail("image_size",
+                                    "must be a positive multiple of 28 (patches of 14 pixels, folded "
+                                    "2 x 2 by the pixel shuffle), got " +
+                                        std::to_string(image_size));
                          if (std::string problem = c.problem(); !problem.empty()) cfg.fail("", problem);
                          return make_llama4_vision_model(c, published_vision(image_size), trainable_of(cfg),
                                                          for_architecture(multimodal, c), args);

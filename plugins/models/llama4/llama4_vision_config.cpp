@@ -23,13 +23,13 @@ std::string Llama4VisionConfig::problem() const {
   // grid and the width must divide exactly.
   const double side = static_cast<double>(patches_per_side()) * pixel_shuffle_ratio;
   const double width = static_cast<double>(hidden_size) / (pixel_shuffle_ratio * pixel_shuffle_ratio);
-  if (!(pixel_shuffle_ratio > 0 && pixel_shuffle_ratio <= 1) || side != std::floor(side) ||
-      width != std::floor(width))
+  if (!(pixel_shuffle_ratio > 0 && pixel_shuffle_ratio <= 1) || side != std::floor(side) || width != std::floor(width))
     return "pixel_shuffle_ratio must fold the " + std::to_string(patches_per_side()) +
            " patches per side and hidden_size into whole numbers";
   if (intermediate_size != shuffled_dim())
     return "intermediate_size (" + std::to_string(intermediate_size) +
-           ") must be the pixel-shuffled width hidden_size / pixel_shuffle_ratio^2 = " + std::to_string(shuffled_dim()) +
+           ") must be the pixel-shuffled width hidden_size / pixel_shuffle_ratio^2 = " +
+           std::to_string(shuffled_dim()) +
            ": Hugging Face's adapter reads the shuffled features with a layer of that input width";
   if (projector_input_dim != projector_output_dim)
     return "projector_input_dim and projector_output_dim must be equal: the adapter's second layer maps "

@@ -86,8 +86,8 @@ at::Tensor pixel_shuffle(const at::Tensor& x, double ratio) {
 Llama4VisionEncoderImpl::Llama4VisionEncoderImpl(const Llama4VisionConfig& config) : config_(config) {
   if (std::string problem = config.problem(); !problem.empty()) throw ft::Error("Llama 4 vision encoder: " + problem);
   const std::int64_t d = config.hidden_size, side = config.patches_per_side();
-  patch_embedding = register_module(
-      "patch_embedding", Linear(config.num_channels * config.patch_size * config.patch_size, d, false));
+  patch_embedding =
+      register_module("patch_embedding", Linear(config.num_channels * config.patch_size * config.patch_size, d, false));
   class_embedding = register_parameter("class_embedding", at::zeros({d}, parameter_options()));
   positional_embedding =
       register_parameter("positional_embedding_vlm", at::zeros({side * side + 1, d}, parameter_options()));
@@ -97,8 +97,7 @@ Llama4VisionEncoderImpl::Llama4VisionEncoderImpl(const Llama4VisionConfig& confi
   for (std::int64_t i = 0; i < config.num_layers; ++i)
     layers.push_back(register_module("layers_" + std::to_string(i), encoder_layer(config, rotary)));
   adapter_fc1 = register_module("adapter_fc1", Linear(config.shuffled_dim(), config.projector_input_dim, false));
-  adapter_fc2 =
-      register_module("adapter_fc2", Linear(config.projector_output_dim, config.projector_output_dim, false));
+  adapter_fc2 = register_module("adapter_fc2", Linear(config.projector_output_dim, config.projector_output_dim, false));
 }
 
 at::Tensor Llama4VisionEncoderImpl::forward(const at::Tensor& tiles) const {

@@ -164,9 +164,10 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
   at::Tensor image_features(const ft::BatchImages& images) {
     const at::Tensor& pixels = images.images;
     if (pixels.dim() != 6 || images.tile_count.sizes() != pixels.sizes().slice(0, 2))
-      throw ft::Error("Llama 4: images must be [batch, images, tiles, channels, size, size] with a tile count per "
-                      "image, got " +
-                      ft::shape_text(pixels.sizes()) + " and " + ft::shape_text(images.tile_count.sizes()));
+      throw ft::Error(
+          "Llama 4: images must be [batch, images, tiles, channels, size, size] with a tile count per "
+          "image, got " +
+          ft::shape_text(pixels.sizes()) + " and " + ft::shape_text(images.tile_count.sizes()));
     const at::Tensor real = at::arange(pixels.size(2), images.tile_count.options())
                                 .lt(images.tile_count.unsqueeze(-1))
                                 .flatten()
