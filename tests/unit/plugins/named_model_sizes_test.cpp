@@ -65,10 +65,12 @@ const std::map<std::string, std::int64_t> kPublishedParameters = {
     {"fthost.models.mixtral.mixtral_8x22b", 140630071296},
     {"fthost.models.qwen3_moe.qwen3_30b_a3b", 30532122624},
     {"fthost.models.qwen3_moe.qwen3_235b_a22b", 235093634560},
-    // The language models of Llama 4 Scout and Maverick (Meta publishes 109B and 400B with the
-    // vision tower): transformers' Llama4ForCausalLM built from the published text_config.
-    {"torchtune.models.llama4.llama4_scout_17b_16e", 107769861120},
-    {"torchtune.models.llama4.llama4_maverick_17b_128e", 400711848960},
+    // Llama 4 Scout and Maverick with their vision tower (Meta publishes 109B and 400B): the language
+    // models as transformers' Llama4ForCausalLM builds them from the published text_config
+    // (107,769,861,120 and 400,711,848,960), plus its Llama4VisionModel and projector from the
+    // published vision_config (871,932,416).
+    {"torchtune.models.llama4.llama4_scout_17b_16e", 108641793536},
+    {"torchtune.models.llama4.llama4_maverick_17b_128e", 401583781376},
 };
 
 class NamedModelSizes : public fttest::BuiltinPluginsTest {
