@@ -37,12 +37,6 @@ std::vector<AddedToken> llama3_special_tokens() {
   return t;
 }
 
-std::string_view strip(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 class Llama3Tokenizer final : public ModelTokenizer {
  public:
   Llama3Tokenizer(std::shared_ptr<const TextCodec> codec, std::int64_t max_seq_len, Truncation truncation)
@@ -67,7 +61,7 @@ class Llama3Tokenizer final : public ModelTokenizer {
     for (std::size_t i = 0; i < messages.size(); ++i) {
       const auto& m = messages[i];
       std::vector<std::int64_t> t{start_header_};
-      append(t, encode_plain(strip(m.role)));
+      append(t, encode_plain(strip_ascii_whitespace(m.role)));
       t.push_back(end_header_);
       append(t, blank_line_);
       if (m.ipython) t.push_back(python_tag_);
@@ -92,19 +86,7 @@ class Llama3Tokenizer final : public ModelTokenizer {
   // torchtune's content list: the text between images, each piece stripped, and <|image|> for
   // each image.
   void append_content(std::vector<std::int64_t>& t, const ft::Message& m) const {
-    const std::string_view content = m.content;
-    std::size_t start = 0;
-    for (const std::size_t offset : m.image_offsets) {
-      if (offset < start || offset > content.size())
-        throw ft::Error("a " + m.role + " message's image offsets must be ascending within its " +
-                        std::to_string(content.size()) + " bytes, got " + std::to_string(offset));
-      if (!image_)
-        throw ft::Error("this Llama 3 tokenizer has no <|image|> token for the message's images (" + m.role + ")");
-      append(t, encode_plain(strip(content.substr(start, offset - start))));
-      t.push_back(*image_);
-      start = offset;
-    }
-    append(t, encode_plain(strip(content.substr(start))));
+    append(t, encode_with_images(m, image_, "Llama 3"));
   }
 
   // Llama 3.0's tokenizer.json names some ids <|reserved_special_token_N|> that Llama 3.1 and

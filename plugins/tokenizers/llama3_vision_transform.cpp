@@ -9,51 +9,25 @@
 #include <string>
 #include <utility>
 
+#include "image_model_transform.h"
 #include "tiled_image_transform.h"
 #include "tokenizer_factories.h"
 
 namespace ft_tok {
 namespace {
 
-class Llama3VisionTransform final : public ft::Tokenizer, public ft::ImageTransform {
+class Llama3VisionTransform final : public ImageModelTransform {
  public:
   Llama3VisionTransform(std::unique_ptr<ft::Tokenizer> text, std::int64_t tile_size)
-      : text_(std::move(text)), tiles_(settings(tile_size)), tile_size_(tile_size) {
+      : ImageModelTransform(std::move(text)), tiles_(settings(tile_size)), tile_size_(tile_size) {
     const auto image = text_->special_token("<|image|>");
     if (!image) throw ft::Error("the tokenizer has no <|image|> token, which Llama 3.2 Vision's transform needs");
     image_token_ = *image;
   }
 
-  // The text half, as the Llama 3 tokenizer does it.
-  std::vector<std::int64_t> encode(std::string_view text, bool add_bos, bool add_eos) const override {
-    return text_->encode(text, add_bos, add_eos);
-  }
-  std::string decode(const std::vector<std::int64_t>& ids) const override { return text_->decode(ids); }
-  std::int64_t vocab_size() const override { return text_->vocab_size(); }
-  std::int64_t bos_id() const override { return text_->bos_id(); }
-  std::int64_t eos_id() const override { return text_->eos_id(); }
-  std::int64_t pad_id() const override { return text_->pad_id(); }
-  std::optional<std::int64_t> special_token(std::string_view text) const override { return text_->special_token(text); }
-  std::int64_t max_seq_len() const override { return text_->max_seq_len(); }
-  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
-                                          bool add_end_tokens) const override {
-    return text_->tokenize_messages(messages, add_end_tokens);
-  }
-  std::vector<std::int64_t> stop_tokens() const override { return text_->stop_tokens(); }
-  const ft::ImageTransform* image_transform() const override { return this; }
-
   // The image half.
   ft::SampleImage transform(const at::Tensor& pixels, const std::string& source) const override {
-    try {
-      ft_images::TiledImage tiled = tiles_(pixels);
-      ft::SampleImage image;
-      image.tiles = std::move(tiled.tiles);
-      image.rows = tiled.aspect_ratio.height;
-      image.columns = tiled.aspect_ratio.width;
-      return image;
-    } catch (const ft::Error& e) {
-      throw ft::Error(source + ": " + e.what());
-    }
+    return tiled(tiles_, pixels, source);
   }
   std::int64_t image_token_id() const override { return image_token_; }
   // torchtune's VisionCrossAttentionMask with patch_size 14: (tile / 14)^2 patches and the CLS token.
@@ -71,7 +45,6 @@ class Llama3VisionTransform final : public ft::Tokenizer, public ft::ImageTransf
     return s;
   }
 
-  std::unique_ptr<ft::Tokenizer> text_;
   ft_images::TiledImageTransform tiles_;
   std::int64_t tile_size_;
   std::int64_t image_token_ = 0;

@@ -59,13 +59,6 @@ std::vector<AddedToken> llama4_special_tokens() {
   return tokens;
 }
 
-// Python's str.strip() on ASCII white space, as the Llama 3 tokenizer strips its pieces.
-std::string_view strip(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 class Llama4Tokenizer final : public ModelTokenizer {
  public:
   // `source`: where the special tokens came from, for errors.
@@ -123,19 +116,7 @@ class Llama4Tokenizer final : public ModelTokenizer {
       append(t, encode_plain(m.content));
       return;
     }
-    const std::string_view content = m.content;
-    std::size_t start = 0;
-    for (const std::size_t offset : m.image_offsets) {
-      if (offset < start || offset > content.size())
-        throw ft::Error("a " + m.role + " message's image offsets must be ascending within its " +
-                        std::to_string(content.size()) + " bytes, got " + std::to_string(offset));
-      if (!image_)
-        throw ft::Error("this Llama 4 tokenizer has no <|image|> token for the message's images (" + m.role + ")");
-      append(t, encode_plain(strip(content.substr(start, offset - start))));
-      t.push_back(*image_);
-      start = offset;
-    }
-    append(t, encode_plain(strip(content.substr(start))));
+    append(t, encode_with_images(m, image_, "Llama 4"));
   }
   static void append(std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
     to.insert(to.end(), from.begin(), from.end());

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "image_model_transform.h"
 #include "pil_resize.h"
 #include "tiled_image_transform.h"
 #include "tokenizer_factories.h"
@@ -23,50 +24,24 @@ namespace {
 
 const std::vector<double> kHalf = {0.5, 0.5, 0.5};
 
-class Llama4Transform final : public ft::Tokenizer, public ft::ImageTransform {
+class Llama4Transform final : public ImageModelTransform {
  public:
   Llama4Transform(std::unique_ptr<ft::Tokenizer> text, std::int64_t tile_size, std::int64_t max_num_tiles)
-      : text_(std::move(text)), tiles_(settings(tile_size, max_num_tiles)), tile_size_(tile_size) {
+      : ImageModelTransform(std::move(text)), tiles_(settings(tile_size, max_num_tiles)), tile_size_(tile_size) {
     // torchtune: (tile_size // patch_size)^2 patches, pixel shuffle 0.5 keeps a quarter of them.
     const std::int64_t grid = tile_size / kPatchSize;
     patch_tokens_per_tile_ = grid * grid / 4;
   }
 
-  // The text half, as the Llama 4 tokenizer does it.
-  std::vector<std::int64_t> encode(std::string_view text, bool add_bos, bool add_eos) const override {
-    return text_->encode(text, add_bos, add_eos);
-  }
-  std::string decode(const std::vector<std::int64_t>& ids) const override { return text_->decode(ids); }
-  std::int64_t vocab_size() const override { return text_->vocab_size(); }
-  std::int64_t bos_id() const override { return text_->bos_id(); }
-  std::int64_t eos_id() const override { return text_->eos_id(); }
-  std::int64_t pad_id() const override { return text_->pad_id(); }
-  std::optional<std::int64_t> special_token(std::string_view text) const override { return text_->special_token(text); }
-  std::int64_t max_seq_len() const override { return text_->max_seq_len(); }
-  ft::TokenizedMessages tokenize_messages(const std::vector<ft::Message>& messages,
-                                          bool add_end_tokens) const override {
-    return text_->tokenize_messages(messages, add_end_tokens);
-  }
-  std::vector<std::int64_t> stop_tokens() const override { return text_->stop_tokens(); }
-  const ft::ImageTransform* image_transform() const override { return this; }
-
   // The image half: the canvas's tiles row by row, then the thumbnail when there are several.
   ft::SampleImage transform(const at::Tensor& pixels, const std::string& source) const override {
-    try {
-      ft_images::TiledImage tiled = tiles_(pixels);
-      ft::SampleImage image;
-      image.rows = tiled.aspect_ratio.height;
-      image.columns = tiled.aspect_ratio.width;
-      image.tiles = std::move(tiled.tiles);
-      if (image.tiles.size(0) > 1) {
-        const at::Tensor thumbnail = ft_images::scaled_and_normalized(
-            ft_images::pil_resize_bilinear(pixels, tile_size_, tile_size_), at::kBFloat16, kHalf, kHalf);
-        image.tiles = at::cat({image.tiles, thumbnail.unsqueeze(0)}, 0);
-      }
-      return image;
-    } catch (const ft::Error& e) {
-      throw ft::Error(source + ": " + e.what());
+    ft::SampleImage image = tiled(tiles_, pixels, source);
+    if (image.tiles.size(0) > 1) {
+      const at::Tensor thumbnail = ft_images::scaled_and_normalized(
+          ft_images::pil_resize_bilinear(pixels, tile_size_, tile_size_), at::kBFloat16, kHalf, kHalf);
+      image.tiles = at::cat({image.tiles, thumbnail.unsqueeze(0)}, 0);
     }
+    return image;
   }
   std::int64_t image_token_id() const override { return token("<|image|>"); }
   // The text positions of one tile: its patch tokens after pixel shuffle.
@@ -111,7 +86,6 @@ class Llama4Transform final : public ft::Tokenizer, public ft::ImageTransform {
     throw ft::Error(std::string("the tokenizer has no ") + name + " token, which Llama 4's images need");
   }
 
-  std::unique_ptr<ft::Tokenizer> text_;
   ft_images::TiledImageTransform tiles_;
   std::int64_t tile_size_;
   std::int64_t patch_tokens_per_tile_ = 0;

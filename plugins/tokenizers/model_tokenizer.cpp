@@ -2,6 +2,8 @@
 
 #include <ft/errors.h>
 
+#include <cctype>
+
 namespace ft_tok {
 
 Truncation parse_truncation(const std::string& value) {
@@ -25,6 +27,36 @@ std::int64_t ModelTokenizer::required_token(const std::string& text) const {
     throw ft::Error("the tokenizer's vocabulary has no special token " + text +
                     ", which this model family's chat format needs");
   return *id;
+}
+
+std::string_view strip_ascii_whitespace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::int64_t> ModelTokenizer::encode_with_images(const ft::Message& m,
+                                                             std::optional<std::int64_t> image_token,
+                                                             const std::string& family) const {
+  const std::string_view content = m.content;
+  std::vector<std::int64_t> out;
+  const auto add = [&](std::string_view piece) {
+    const std::vector<std::int64_t> ids = encode_plain(strip_ascii_whitespace(piece));
+    out.insert(out.end(), ids.begin(), ids.end());
+  };
+  std::size_t start = 0;
+  for (const std::size_t offset : m.image_offsets) {
+    if (offset < start || offset > content.size())
+      throw ft::Error("a " + m.role + " message's image offsets must be ascending within its " +
+                      std::to_string(content.size()) + " bytes, got " + std::to_string(offset));
+    if (!image_token)
+      throw ft::Error("this " + family + " tokenizer has no <|image|> token for the message's images (" + m.role + ")");
+    add(content.substr(start, offset - start));
+    out.push_back(*image_token);
+    start = offset;
+  }
+  add(content.substr(start));
+  return out;
 }
 
 void ModelTokenizer::finish(ft::TokenizedMessages& out, bool add_end_tokens, std::optional<bool> eos_mask,

@@ -5,7 +5,10 @@
 #include <ft/tokenizer.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "text_codec.h"
 
@@ -30,6 +33,9 @@ std::vector<T> truncate(const std::vector<T>& items, std::int64_t max_seq_len, c
   return out;
 }
 
+// Python's str.strip() on ASCII white space, as torchtune's Llama tokenizers strip text pieces.
+std::string_view strip_ascii_whitespace(std::string_view s);
+
 class ModelTokenizer : public ft::Tokenizer {
  public:
   struct Ids {
@@ -51,6 +57,11 @@ class ModelTokenizer : public ft::Tokenizer {
 
  protected:
   std::vector<std::int64_t> encode_plain(std::string_view text) const { return codec_->encode(text); }
+  // torchtune's content list of a message (Llama 3.2 Vision, Llama 4): the text between images,
+  // each piece stripped, and `image_token` where each image sits (m.image_offsets); `family` names
+  // the tokenizer when it has no image token.
+  std::vector<std::int64_t> encode_with_images(const ft::Message& m, std::optional<std::int64_t> image_token,
+                                               const std::string& family) const;
   // The id of a special token the chat format needs; throws naming it when the vocabulary lacks it.
   std::int64_t required_token(const std::string& text) const;
   // When finish() truncates: torchtune's Llama 2, Mistral, Gemma and Qwen tokenizers always (so with
