@@ -11,11 +11,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <set>
 #include <string>
 
 #include "build_tree.h"
 #include "builtin_plugins.h"
+#include "hf_reference_checks.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 
@@ -23,6 +23,7 @@ namespace {
 
 using ft_checkpointers::SafetensorsFile;
 using fttest::error_of;
+using fttest::expect_close;
 
 constexpr std::int64_t kImageToken = 255;
 
@@ -73,30 +74,10 @@ ft::ModelImageInput& image_input(ft::Model& model) {
   return *role;
 }
 
-void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what, double tolerance) {
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  const double scale = std::max(1.0, expected.abs().max().item<double>());
-  const double difference = (actual.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
-  EXPECT_LE(difference, tolerance * scale)
-      << what << ": largest difference " << difference << " (values up to " << scale << ")";
-}
-
 TEST(Llama4Vision, EveryCheckpointTensorIsOneParameter) {
   auto model = model_of();
   const SafetensorsFile weights(reference_dir() + "/model.safetensors");
-  std::set<std::string> names;
-  std::int64_t elements = 0;
-  for (const auto& named : model->hf_parameters()) {
-    EXPECT_TRUE(names.insert(named.name).second) << named.name << " twice";
-    const auto* record = weights.find(named.name);
-    ASSERT_NE(record, nullptr) << named.name << " is not in the checkpoint";
-    EXPECT_EQ(ft::checkpoint_shape(named), record->shape) << named.name;
-    elements += c10::multiply_integers(ft::checkpoint_shape(named));
-  }
-  EXPECT_EQ(names.size(), weights.records().size());
-  std::int64_t parameters = 0;
-  for (const auto& p : model->module().parameters()) parameters += p.numel();
-  EXPECT_EQ(elements, parameters) << "a parameter no checkpoint name reaches, or one reached twice";
+  fttest::expect_one_parameter_per_checkpoint_tensor(model->hf_parameters(), weights, model->module());
 }
 
 TEST(Llama4Vision, LogitsLossAndEveryGradientAreTransformers) {
@@ -108,26 +89,11 @@ TEST(Llama4Vision, LogitsLossAndEveryGradientAreTransformers) {
   const at::Tensor& logits = out.logits[0];
   expect_close(logits, r.tensor("logits"), "logits", 1e-11);
 
-  const at::Tensor labels = r.tensor("labels");
-  const std::int64_t vocab = logits.size(-1);
-  const at::Tensor loss =
-      at::cross_entropy_loss(logits.narrow(1, 0, logits.size(1) - 1).reshape({-1, vocab}),
-                             labels.narrow(1, 1, labels.size(1) - 1).reshape({-1}), {}, at::Reduction::Mean, -100);
+  const at::Tensor loss = fttest::hf_causal_lm_loss(logits, r.tensor("labels"));
   expect_close(loss.reshape({1}), r.tensor("loss"), "loss", 1e-11);
   loss.backward();
-  int compared = 0;
-  for (const auto& named : model->hf_parameters()) {
-    // The gradients in the checkpoint's layout: the entry with each live tensor's gradient in its place.
-    ft::NamedTensor gradients = named;
-    if (named.parts.empty()) {
-      gradients.tensor = named.tensor.grad();
-    } else {
-      for (auto& part : gradients.parts) part = part.grad();
-    }
-    expect_close(ft::checkpoint_value(gradients), r.tensor("grad." + named.name), "gradient of " + named.name, 1e-11);
-    ++compared;
-  }
-  EXPECT_EQ(compared, static_cast<int>(model->hf_parameters().size()));
+  const auto named = model->hf_parameters();
+  EXPECT_EQ(fttest::expect_gradients_close(named, r, 1e-11), static_cast<int>(named.size()));
 }
 
 // torchtune's EarlyFusionModel defaults: the decoder and the fusion parameters (the adapter's MLP

@@ -12,11 +12,11 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <map>
-#include <set>
 #include <string>
 
 #include "build_tree.h"
 #include "builtin_plugins.h"
+#include "hf_reference_checks.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 #include "vision_language_model.h"
@@ -25,6 +25,7 @@ namespace {
 
 using ft_checkpointers::SafetensorsFile;
 using fttest::error_of;
+using fttest::expect_close;
 
 // The fixture vision_references (tests/CMakeLists.txt).
 std::string reference_dir() { return fttest::build_tree("vision_references/mllama_tiny"); }
@@ -64,14 +65,6 @@ ft_models::VisionLanguageInput reference_input() {
   return input;
 }
 
-void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what, double tolerance) {
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  const double scale = std::max(1.0, expected.abs().max().item<double>());
-  const double difference = (actual.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
-  EXPECT_LE(difference, tolerance * scale)
-      << what << ": largest difference " << difference << " (values up to " << scale << ")";
-}
-
 TEST(Llama32Vision, ReadsTheConfigTransformersWrote) {
   const auto c = tiny_config();
   EXPECT_EQ(c.vision.tokens_per_tile(), 5);
@@ -87,19 +80,7 @@ TEST(Llama32Vision, ReadsTheConfigTransformersWrote) {
 TEST(Llama32Vision, EveryCheckpointTensorIsOneParameter) {
   ft_models::VisionLanguageModel model(tiny_config());
   const SafetensorsFile weights(reference_dir() + "/model.safetensors");
-  std::set<std::string> names;
-  std::int64_t elements = 0;
-  for (const auto& named : ft_models::mllama_hf_parameters(*model)) {
-    EXPECT_TRUE(names.insert(named.name).second) << named.name << " twice";
-    const auto* record = weights.find(named.name);
-    ASSERT_NE(record, nullptr) << named.name << " is not in the checkpoint";
-    EXPECT_EQ(ft::checkpoint_shape(named), record->shape) << named.name;
-    elements += c10::multiply_integers(ft::checkpoint_shape(named));
-  }
-  EXPECT_EQ(names.size(), weights.records().size());
-  std::int64_t parameters = 0;
-  for (const auto& p : model->parameters()) parameters += p.numel();
-  EXPECT_EQ(elements, parameters) << "a parameter no checkpoint name reaches, or one reached twice";
+  fttest::expect_one_parameter_per_checkpoint_tensor(ft_models::mllama_hf_parameters(*model), weights, *model);
 }
 
 TEST(Llama32Vision, EncoderOutputIsTransformers) {
@@ -127,30 +108,11 @@ TEST(Llama32Vision, LogitsLossAndEveryGradientAreTransformers) {
   const at::Tensor logits = model->logits(reference_input());
   expect_close(logits, r.tensor("logits"), "logits", 1e-11);
 
-  // Hugging Face's causal LM loss: position i predicts label i + 1, -100 ignored, the mean.
-  const at::Tensor labels = r.tensor("labels");
-  const std::int64_t vocab = logits.size(-1);
-  const at::Tensor loss =
-      at::cross_entropy_loss(logits.narrow(1, 0, logits.size(1) - 1).reshape({-1, vocab}),
-                             labels.narrow(1, 1, labels.size(1) - 1).reshape({-1}), {}, at::Reduction::Mean, -100);
+  const at::Tensor loss = fttest::hf_causal_lm_loss(logits, r.tensor("labels"));
   expect_close(loss, r.tensor("loss"), "loss", 1e-11);
   loss.backward();
-  int compared = 0;
-  for (const auto& named : ft_models::mllama_hf_parameters(*model)) {
-    at::Tensor grad;
-    if (named.parts.empty()) {
-      grad = named.tensor.grad();
-    } else {
-      std::vector<at::Tensor> parts;
-      for (const auto& part : named.parts) parts.push_back(part.grad());
-      grad = at::cat(parts, named.parts_dim);
-    }
-    const at::Tensor expected = r.tensor("grad." + named.name);
-    if (!grad.defined()) grad = at::zeros_like(expected);
-    expect_close(grad, expected, "gradient of " + named.name, 1e-11);
-    ++compared;
-  }
-  EXPECT_EQ(compared, static_cast<int>(ft_models::mllama_hf_parameters(*model).size()));
+  const auto named = ft_models::mllama_hf_parameters(*model);
+  EXPECT_EQ(fttest::expect_gradients_close(named, r, 1e-11), static_cast<int>(named.size()));
 }
 
 TEST(Llama32Vision, TextAloneSkipsTheCrossAttentionLayers) {
