@@ -1,10 +1,10 @@
 #include "vision_language_model.h"
 
+#include "vision_layer_names.h"
+
 #include <ft/errors.h>
 #include <ft/nn/attention.h>
-#include <ft/nn/clip_mlp.h>
 #include <ft/nn/hf_parameter_names.h>
-#include <ft/nn/layer_norm.h>
 #include <ft/text.h>
 
 #include <ATen/ATen.h>
@@ -49,30 +49,9 @@ void add(std::vector<NamedTensor>& out, std::string name, const at::Tensor& tens
   out.emplace_back(std::move(name), tensor);
 }
 
-void layer_norm_names(std::vector<NamedTensor>& out, const std::string& prefix, const ft::nn::Norm& norm) {
-  add(out, prefix + ".weight", norm->scale);
-  add(out, prefix + ".bias", static_cast<const ft::nn::LayerNormImpl&>(*norm).bias);
-}
-
-// {prefix}{q,k,v,o}_proj.weight of self- or cross-attention (the same four projections).
-template <class Attention>
-void projection_names(std::vector<NamedTensor>& out, const std::string& prefix, const Attention& attn) {
-  add(out, prefix + "q_proj.weight", attn.q_proj->weight);
-  add(out, prefix + "k_proj.weight", attn.k_proj->weight);
-  add(out, prefix + "v_proj.weight", attn.v_proj->weight);
-  add(out, prefix + "o_proj.weight", attn.output_proj->weight);
-}
-
 void encoder_layer_names(std::vector<NamedTensor>& out, const std::string& prefix,
                          ft::nn::TransformerLayerImpl& layer) {
-  projection_names(out, prefix + "self_attn.", *layer.attn);
-  const auto& mlp = static_cast<const ft::nn::ClipMlpImpl&>(*layer.mlp);
-  add(out, prefix + "mlp.fc1.weight", mlp.w1->weight);
-  add(out, prefix + "mlp.fc1.bias", mlp.w1->bias);
-  add(out, prefix + "mlp.fc2.weight", mlp.w2->weight);
-  add(out, prefix + "mlp.fc2.bias", mlp.w2->bias);
-  layer_norm_names(out, prefix + "input_layernorm", layer.sa_norm);
-  layer_norm_names(out, prefix + "post_attention_layernorm", layer.mlp_norm);
+  clip_layer_names(out, prefix, layer);
   if (layer.sa_scale) add(out, prefix + "gate_attn", layer.sa_scale->scale);
   if (layer.mlp_scale) add(out, prefix + "gate_ffn", layer.mlp_scale->scale);
 }

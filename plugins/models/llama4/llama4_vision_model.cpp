@@ -2,12 +2,11 @@
 
 #include "decoder_builder.h"
 #include "llama4_vision_encoder.h"
+#include "vision_layer_names.h"
 
 #include <ft/errors.h>
 #include <ft/model_image_input.h>
-#include <ft/nn/clip_mlp.h>
 #include <ft/nn/decoder_model.h>
-#include <ft/nn/layer_norm.h>
 #include <ft/nn/parameter_device.h>
 #include <ft/text.h>
 
@@ -97,32 +96,13 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
     out.push_back({v + "patch_embedding.linear.weight", e.patch_embedding->weight});
     out.push_back({v + "class_embedding", e.class_embedding});
     out.push_back({v + "positional_embedding_vlm", e.positional_embedding});
-    const auto layer_norm = [&out](const std::string& name, const ft::nn::Norm& norm) {
-      out.push_back({name + ".weight", norm->scale});
-      out.push_back({name + ".bias", dynamic_cast<ft::nn::LayerNormImpl&>(*norm).bias});
-    };
-    const auto linear = [&out](const std::string& name, const ft::nn::Linear& l) {
-      out.push_back({name + ".weight", l->weight});
-      if (l->bias.defined()) out.push_back({name + ".bias", l->bias});
-    };
-    layer_norm(v + "layernorm_pre", e.layernorm_pre);
-    layer_norm(v + "layernorm_post", e.layernorm_post);
-    for (std::size_t i = 0; i < e.layers.size(); ++i) {
-      const std::string p = v + "model.layers." + std::to_string(i) + ".";
-      const auto& layer = *e.layers[i];
-      linear(p + "self_attn.q_proj", layer.attn->q_proj);
-      linear(p + "self_attn.k_proj", layer.attn->k_proj);
-      linear(p + "self_attn.v_proj", layer.attn->v_proj);
-      linear(p + "self_attn.o_proj", layer.attn->output_proj);
-      const auto& mlp = dynamic_cast<const ft::nn::ClipMlpImpl&>(*layer.mlp);
-      linear(p + "mlp.fc1", mlp.w1);
-      linear(p + "mlp.fc2", mlp.w2);
-      layer_norm(p + "input_layernorm", layer.sa_norm);
-      layer_norm(p + "post_attention_layernorm", layer.mlp_norm);
-    }
-    linear(v + "vision_adapter.mlp.fc1", e.adapter_fc1);
-    linear(v + "vision_adapter.mlp.fc2", e.adapter_fc2);
-    linear("multi_modal_projector.linear_1", projector_);
+    layer_norm_names(out, v + "layernorm_pre", e.layernorm_pre);
+    layer_norm_names(out, v + "layernorm_post", e.layernorm_post);
+    for (std::size_t i = 0; i < e.layers.size(); ++i)
+      clip_layer_names(out, v + "model.layers." + std::to_string(i) + ".", *e.layers[i]);
+    out.push_back({v + "vision_adapter.mlp.fc1.weight", e.adapter_fc1->weight});
+    out.push_back({v + "vision_adapter.mlp.fc2.weight", e.adapter_fc2->weight});
+    out.push_back({"multi_modal_projector.linear_1.weight", projector_->weight});
     return out;
   }
 
