@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "build_tree.h"
@@ -136,6 +137,19 @@ TEST(Llama4Vision, TextAloneIsTheLanguageModel) {
                      .clone()
                      .masked_fill_(reference_case().tensor("input_ids").eq(kImageToken), 7);
   EXPECT_NO_THROW(model->forward(input, {}));
+}
+
+// A checkpoint of the model writes the vision_config and image tokens transformers wrote.
+TEST(Llama4Vision, TheWrittenConfigIsTheOneTransformersWrote) {
+  const auto written = nlohmann::json::parse(model_of()->hf_config_json());
+  const auto original = nlohmann::json::parse(fttest::read_file(reference_dir() + "/config.json"));
+  for (const char* key : {"boi_token_index", "eoi_token_index", "image_token_index"})
+    EXPECT_EQ(written.at(key), original.at(key)) << key;
+  for (const char* key : {"model_type", "hidden_size", "hidden_act", "num_hidden_layers", "num_attention_heads",
+                          "num_channels", "intermediate_size", "image_size", "patch_size", "pixel_shuffle_ratio",
+                          "projector_input_dim", "projector_output_dim", "vision_output_dim", "rope_theta", "norm_eps",
+                          "vision_feature_select_strategy", "multi_modal_projector_bias"})
+    EXPECT_EQ(written.at("vision_config").at(key), original.at("vision_config").at(key)) << "vision_config." << key;
 }
 
 TEST(Llama4Vision, AVisionConfigWhoseShapesDisagreeNamesTheKey) {

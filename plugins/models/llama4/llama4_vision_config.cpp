@@ -42,6 +42,8 @@ std::string Llama4VisionConfig::problem() const {
 Llama4VisionConfig read_llama4_vision_config(const ConfigJsonReader& top) {
   Llama4VisionConfig c;
   c.image_token_index = top.size("image_token_index", 200092);
+  c.boi_token_index = top.size("boi_token_index", 200080);
+  c.eoi_token_index = top.size("eoi_token_index", 200081);
   if (!top.has("vision_config")) top.fail("vision_config", "required: the vision tower's shapes");
   const ConfigJsonReader json = top.nested("vision_config");
   const std::string act = json.string("hidden_act", "gelu");
@@ -96,8 +98,8 @@ void write_llama4_vision_config(const Llama4VisionConfig& c, nlohmann::ordered_j
   v["attention_dropout"] = 0.0;
   v["rope_theta"] = c.rope_theta;
   top["vision_config"] = v;
-  top["boi_token_index"] = 200080;
-  top["eoi_token_index"] = 200081;
+  top["boi_token_index"] = c.boi_token_index;
+  top["eoi_token_index"] = c.eoi_token_index;
   top["image_token_index"] = c.image_token_index;
 }
 

@@ -25,8 +25,11 @@ struct Llama4VisionConfig {
   std::int64_t projector_output_dim = 4096;
   std::int64_t vision_output_dim = 4096;
   double rope_theta = 10000;
-  // The text token each image feature replaces (<|patch|>).
+  // The text token each image feature replaces (<|patch|>), and those around an image
+  // (<|image_start|>, <|image_end|>), which the model does not read but config.json carries.
   std::int64_t image_token_index = 200092;
+  std::int64_t boi_token_index = 200080;
+  std::int64_t eoi_token_index = 200081;
 
   std::int64_t patches_per_side() const { return image_size / patch_size; }
   // The features one tile gives the decoder: its patches after the pixel shuffle.
