@@ -38,9 +38,16 @@ Writes OUT_DIR/llama4_data/:
 
 Texts carry leading and trailing white space around the images, since torchtune strips each text
 item of a message's content list.
+
+No PyPI release of torchtune has Llama 4, and a clean machine has no git mirror of its source: the
+two files this script made from torchtune's commit COMMITTED_FROM are kept beside it
+(tests/vision_references/llama4_data/). Where torchtune's source is found, the script makes them
+anew and fails unless the references equal the kept ones (tensors and metadata; refresh them with
+--update-kept); where it is not, it copies the kept ones, saying so.
 """
 import argparse
 import importlib
+import shutil
 import io
 import json
 import os
@@ -92,22 +99,59 @@ TEXTS = [
 ]
 
 
+# The torchtune commit (its git mirror's HEAD) the kept references were made from.
+COMMITTED_FROM = "bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"
+KEPT = pathlib.Path(__file__).resolve().parent / "llama4_data"
+KEPT_FILES = ("references.safetensors", "cauldron.parquet")
+
+
 def fail(message):
     raise SystemExit(f"make_llama4_data_references: {message}")
 
 
 def torchtune_source(tmp):
-    """A directory holding torchtune's current source (the package directory `torchtune`)."""
+    """A directory holding torchtune's current source (the package directory `torchtune`), or None
+    where none is found."""
     if os.environ.get("FT_TORCHTUNE_SOURCE"):
         return pathlib.Path(os.environ["FT_TORCHTUNE_SOURCE"])
     mirror = os.environ.get("FT_TORCHTUNE_MIRROR", "/work/.mirror/pytorch+torchtune/repo")
     if not pathlib.Path(mirror).exists():
-        fail(f"torchtune's git mirror {mirror} not found (set FT_TORCHTUNE_MIRROR or FT_TORCHTUNE_SOURCE)")
+        return None
     archive = subprocess.run(["git", "-C", mirror, "archive", "HEAD", "torchtune"], check=True,
                              capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tmp, filter="data")
     return pathlib.Path(tmp)
+
+
+def check_against_kept(out, update):
+    """The references just made against the kept ones: equal tensors and metadata, or refreshed."""
+    from safetensors import safe_open
+    import torch
+    if update:
+        KEPT.mkdir(exist_ok=True)
+        for name in KEPT_FILES:
+            shutil.copyfile(out / name, KEPT / name)
+        print(f"make_llama4_data_references: kept references refreshed in {KEPT}")
+        return
+    made, kept = out / KEPT_FILES[0], KEPT / KEPT_FILES[0]
+    with safe_open(str(made), "pt") as a, safe_open(str(kept), "pt") as b:
+        if a.metadata() != b.metadata() or set(a.keys()) != set(b.keys()):
+            fail(f"torchtune's source gives other references than {kept} (metadata or names differ); "
+                 "refresh them with --update-kept if torchtune changed")
+        for key in a.keys():
+            if not torch.equal(a.get_tensor(key), b.get_tensor(key)):
+                fail(f"torchtune's source gives another {key} than {kept}; refresh with --update-kept "
+                     "if torchtune changed")
+
+
+def copy_kept(out):
+    for name in KEPT_FILES:
+        if not (KEPT / name).exists():
+            fail(f"neither torchtune's source (FT_TORCHTUNE_MIRROR, FT_TORCHTUNE_SOURCE) nor {KEPT / name}")
+        shutil.copyfile(KEPT / name, out / name)
+    print(f"make_llama4_data_references: torchtune's source not found; copied the references this script "
+          f"made from torchtune {COMMITTED_FROM[:12]} ({KEPT})")
 
 
 def import_torchtune(source):
@@ -185,6 +229,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=pathlib.Path)
     parser.add_argument("tokenizer_model", type=pathlib.Path)
+    parser.add_argument("--update-kept", action="store_true",
+                        help="replace the kept references with the ones torchtune's source makes")
     args = parser.parse_args()
     if not args.tokenizer_model.exists():
         fail(f"{args.tokenizer_model} not found: run scripts/tokenizer_fixtures.py first")
@@ -192,7 +238,11 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
 
     with tempfile.TemporaryDirectory() as tmp:
-        the_cauldron_dataset, llama4_transform = import_torchtune(torchtune_source(pathlib.Path(tmp) / "src"))
+        source = torchtune_source(pathlib.Path(tmp) / "src")
+        if source is None:
+            copy_kept(out)
+            return
+        the_cauldron_dataset, llama4_transform = import_torchtune(source)
         import torch
         from safetensors.torch import load_file, save_file
         torch.set_num_threads(1)
@@ -271,6 +321,7 @@ def main():
     back = load_file(str(path))
     if back.keys() != refs.keys() or any(not torch.equal(back[k], v) for k, v in refs.items()):
         fail("references.safetensors does not read back")
+    check_against_kept(out, args.update_kept)
     print(f"{out}: {len(refs)} tensors, {len(samples)} samples, cut at {cut}")
 
 
