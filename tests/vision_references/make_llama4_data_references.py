@@ -178,18 +178,7 @@ def import_torchtune(source):
     return the_cauldron_dataset, llama4_transform
 
 
-def encode(spec, pattern):
-    """The encoded file bytes of an image spec (JPEG at 4:4:4, so decoders agree on chroma)."""
-    seed, width, height, fmt, _ = spec
-    buffer = io.BytesIO()
-    if fmt == "JPEG":
-        pattern(seed, width, height).save(buffer, format="JPEG", quality=95, subsampling=0)
-    else:
-        pattern(seed, width, height).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def write_parquet(out, pattern):
+def write_parquet(out, encode):
     import datasets
     from datasets import Features, Sequence, Value
     from datasets import Image as ImageFeature
@@ -199,7 +188,7 @@ def write_parquet(out, pattern):
         "images": Sequence(ImageFeature()),
         "texts": [{"user": Value("string"), "assistant": Value("string"), "source": Value("string")}],
     })
-    images = [[{"bytes": encode(spec, pattern), "path": None} for spec in record] for record in IMAGES]
+    images = [[{"bytes": encode(spec), "path": None} for spec in record] for record in IMAGES]
     datasets.Dataset.from_dict({"images": images, "texts": TEXTS}, features=features).to_parquet(str(path))
     return path
 
@@ -247,9 +236,9 @@ def main():
         from safetensors.torch import load_file, save_file
         torch.set_num_threads(1)
         sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
-        from make_vision_golden import pattern  # noqa: E402  (the seeded image patterns)
+        from make_vision_golden import encode, pattern  # noqa: E402  (the seeded image patterns, encoded)
 
-        parquet = write_parquet(out, pattern)
+        parquet = write_parquet(out, encode)
 
         def load(max_seq_len):
             transform = llama4_transform(path=str(args.tokenizer_model), max_seq_len=max_seq_len,

@@ -42,11 +42,13 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from torch.overrides import TorchFunctionMode
 from transformers import Llama4Config, Llama4ForConditionalGeneration
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "golden"))
 from make_family_goldens import LLAMA4_TEXT_KW  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from make_mllama_references import Float64Mode  # noqa: E402  (every float32 transformers asks for as float64)
 
 IMAGE_TOKEN = 255
 BEGIN_IMAGE, END_IMAGE = 253, 254
@@ -65,17 +67,6 @@ def make_config():
                   multi_modal_projector_bias=False)
     return Llama4Config(text_config=LLAMA4_TEXT_KW, vision_config=vision, boi_token_index=BEGIN_IMAGE,
                         eoi_token_index=END_IMAGE, image_token_index=IMAGE_TOKEN, tie_word_embeddings=False)
-
-
-class Float64Mode(TorchFunctionMode):
-    """Turns every float32 that transformers asks for into float64."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func is torch.Tensor.float:
-            return args[0].double()
-        args = tuple(torch.float64 if a is torch.float32 else a for a in args)
-        kwargs = {k: torch.float64 if v is torch.float32 else v for k, v in (kwargs or {}).items()}
-        return func(*args, **kwargs)
 
 
 def vision_rotary_float64(config):

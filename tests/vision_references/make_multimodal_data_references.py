@@ -28,7 +28,6 @@ hold the same records and the same encoded image bytes, so the script requires t
 them identical samples: reading a file from image_dir and decoding inline bytes must agree.
 """
 import argparse
-import io
 import json
 import os
 import pathlib
@@ -50,17 +49,12 @@ from datasets import Image as ImageFeature
 from safetensors.torch import load_file, save_file
 
 from torchtune.datasets.multimodal import the_cauldron_dataset, vqa_dataset
-from torchtune.models.llama3_2_vision import llama3_2_vision_transform
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_vision_golden import fail, fixtures_root, pattern  # noqa: E402  (the seeded image patterns)
+# The seeded image patterns, their encoding, the transform and the sizes of Llama 3.2 Vision's references.
+from make_vision_golden import IMAGE_TOKEN, MAX_SEQ_LEN, PATCH, TILE, encode, fail, reference_transform  # noqa: E402
 
-IMAGE_TOKEN = 128256      # torchtune's Llama3Tokenizer image_id
-PAD_TOKEN = 128004        # <|finetune_right_pad_id|>
-IGNORE = -100             # CROSS_ENTROPY_IGNORE_IDX, what SFTDataset writes for masked tokens
-TILE, PATCH, MAX_TILES = 28, 14, 4
 TOKENS_PER_TILE = (TILE // PATCH) ** 2 + 1   # patches + CLS
-MAX_SEQ_LEN = 256
 
 # (seed, width, height, format, expected (rows, columns) of 28 px tiles). With at most 4 tiles and
 # no upscaling past one tile (resize_to_max_canvas=False), each size gets its own grid.
@@ -83,18 +77,6 @@ VQA_TEXTS = [
     {"input": " What shape is the image?\n", "output": "Tall and narrow."},
     {"input": "Name a colour in it.", "output": "  Blue, near the top.  "},
 ]
-
-
-def encode(spec):
-    """The encoded file bytes of an image spec. JPEG at 4:4:4 (no chroma subsampling), so decoders
-    need not agree on chroma upsampling."""
-    seed, width, height, fmt, _ = spec
-    buffer = io.BytesIO()
-    if fmt == "JPEG":
-        pattern(seed, width, height).save(buffer, format="JPEG", quality=95, subsampling=0)
-    else:
-        pattern(seed, width, height).save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def inline(data):
@@ -156,12 +138,7 @@ def write_data(out):
 # ----------------------------------------------------------------------------------------------
 def load_all(out, images_dir, cache_dir):
     """Every sample of the three datasets as torchtune's SFTDataset returns it."""
-    tokenizer_path = fixtures_root() / "torchtune_assets" / "tiktoken_small.model"
-    if not tokenizer_path.exists():
-        fail(f"{tokenizer_path} not found (set FT_FIXTURES)")
-    transform = llama3_2_vision_transform(path=str(tokenizer_path), max_seq_len=MAX_SEQ_LEN, image_size=TILE)
-    if (transform.pad_id, transform.tokenizer.image_id) != (PAD_TOKEN, IMAGE_TOKEN):
-        fail(f"pad / image ids are {transform.pad_id} / {transform.tokenizer.image_id}")
+    transform = reference_transform()
     cache = pathlib.Path(cache_dir)
     # subset keeps its default ("orcvqa"): for the packaged parquet builder the name only labels
     # the config, so a config that leaves it alone reads a local file the same way.

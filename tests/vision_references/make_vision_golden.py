@@ -52,6 +52,7 @@ there) must reproduce every step's loss to 1e-4 relative, or the script fails.
 """
 import argparse
 import copy
+import io
 import inspect
 import json
 import os
@@ -157,6 +158,30 @@ def pattern(seed, width, height):
     return Image.frombytes("RGB", (width, height), bytes(pixels))
 
 
+def encode(spec):
+    """The encoded file bytes of an image spec (seed, width, height, format, ...): JPEG at 4:4:4 (no
+    chroma subsampling), so decoders need not agree on chroma upsampling."""
+    seed, width, height, fmt = spec[:4]
+    buffer = io.BytesIO()
+    if fmt == "JPEG":
+        pattern(seed, width, height).save(buffer, format="JPEG", quality=95, subsampling=0)
+    else:
+        pattern(seed, width, height).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def reference_transform():
+    """torchtune's llama3_2_vision_transform on the fixtures' small tiktoken model, tiles of TILE
+    pixels, MAX_SEQ_LEN, its padding and image ids checked."""
+    tokenizer_path = fixtures_root() / "torchtune_assets" / "tiktoken_small.model"
+    if not tokenizer_path.exists():
+        fail(f"{tokenizer_path} not found (set FT_FIXTURES)")
+    transform = llama3_2_vision_transform(path=str(tokenizer_path), max_seq_len=MAX_SEQ_LEN, image_size=TILE)
+    if (transform.pad_id, transform.tokenizer.image_id) != (PAD_TOKEN, IMAGE_TOKEN):
+        fail(f"pad / image ids are {transform.pad_id} / {transform.tokenizer.image_id}")
+    return transform
+
+
 def write_images(images_dir):
     images_dir.mkdir(parents=True, exist_ok=True)
     worst_jpeg = 0
@@ -189,12 +214,7 @@ def load_samples(data_json, images_dir, cache_dir):
     """torchtune's dataset: ShareGPTToMessages (train_on_input False, the image loaded into the
     first user turn at its tag) then Llama3VisionTransform (CLIP tiling, tokenizer, cross-attention
     mask), then SFTDataset's labels (tokens where the mask is False, -100 elsewhere)."""
-    tokenizer_path = fixtures_root() / "torchtune_assets" / "tiktoken_small.model"
-    if not tokenizer_path.exists():
-        fail(f"{tokenizer_path} not found (set FT_FIXTURES)")
-    transform = llama3_2_vision_transform(path=str(tokenizer_path), max_seq_len=MAX_SEQ_LEN, image_size=TILE)
-    if (transform.pad_id, transform.tokenizer.image_id) != (PAD_TOKEN, IMAGE_TOKEN):
-        fail(f"pad / image ids are {transform.pad_id} / {transform.tokenizer.image_id}")
+    transform = reference_transform()
     ds = multimodal_chat_dataset(
         model_transform=transform, source="json", data_files=str(data_json), split="train",
         column_map={"image": "image", "conversations": "conversations"}, image_tag="<image>",
