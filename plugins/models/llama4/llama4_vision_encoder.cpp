@@ -18,7 +18,13 @@ namespace ft_models {
 using namespace ft::nn;
 
 PatchGridRotary::PatchGridRotary(std::int64_t patches_per_side, std::int64_t head_dim, double theta)
-    : patches_per_side_(patches_per_side), head_dim_(head_dim), theta_(theta) {}
+    : patches_per_side_(patches_per_side), head_dim_(head_dim), theta_(theta) {
+  const at::Tensor float32 = angles(at::kFloat), float64 = angles(at::kDouble);
+  cos32_ = float32.cos();
+  sin32_ = float32.sin();
+  cos64_ = float64.cos();
+  sin64_ = float64.sin();
+}
 
 at::Tensor PatchGridRotary::angles(c10::ScalarType dtype) const {
   const auto options = at::TensorOptions().dtype(dtype);
@@ -40,9 +46,10 @@ at::Tensor PatchGridRotary::apply(const at::Tensor& x, const at::Tensor&) const 
     throw ft::Error("vision rotary embedding: expected " + std::to_string(patches_per_side_ * patches_per_side_ + 1) +
                     " tokens of head width " + std::to_string(head_dim_) + ", got " + ft::shape_text(x.sizes()));
   // Hugging Face turns the pairs in float32 (complex64) whatever the model's dtype.
-  const c10::ScalarType compute = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const at::Tensor theta = angles(compute).to(x.device()).view({1, tokens, 1, head_dim_ / 2});
-  const at::Tensor cos = theta.cos(), sin = theta.sin();
+  const bool wide = x.scalar_type() == at::kDouble;
+  const c10::ScalarType compute = wide ? at::kDouble : at::kFloat;
+  const at::Tensor cos = (wide ? cos64_ : cos32_).to(x.device()).view({1, tokens, 1, head_dim_ / 2});
+  const at::Tensor sin = (wide ? sin64_ : sin32_).to(x.device()).view({1, tokens, 1, head_dim_ / 2});
   const at::Tensor pairs = x.to(compute).unflatten(-1, {head_dim_ / 2, 2});
   const at::Tensor even = pairs.select(-1, 0), odd = pairs.select(-1, 1);
   return at::stack({even * cos - odd * sin, even * sin + odd * cos}, -1).flatten(-2).to(x.scalar_type());

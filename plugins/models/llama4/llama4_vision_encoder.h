@@ -36,6 +36,8 @@ class PatchGridRotary final : public ft::nn::PositionalEmbedding {
   at::Tensor angles(c10::ScalarType dtype) const;  // [tokens, head_dim / 2]
   std::int64_t patches_per_side_, head_dim_;
   double theta_;
+  // cos and sin of the angles, computed once: in float32 (every dtype but float64) and float64.
+  at::Tensor cos32_, sin32_, cos64_, sin64_;
 };
 
 class Llama4VisionEncoderImpl : public torch::nn::Module {
