@@ -70,17 +70,18 @@ void register_padded_collate_tiled_images(ft::Registry& reg) {
       "torchtune.data.padded_collate_tiled_images_and_mask", std::move(s),
       "multimodal batches: text padded, images padded to the most tiles and images, text-to-image masks",
       [](const ft::ConfigNode& cfg, ft::Collate::Args args) {
-        if (args.pad_to_multiple_of > 1)
-          throw ft::Error("torchtune.data.padded_collate_tiled_images_and_mask pads no sequence to a multiple of " +
-                          std::to_string(args.pad_to_multiple_of) +
-                          " (tensor parallelism): multimodal batches train without tensor parallelism");
         ft_images::TiledImagesCollateSettings settings;
         settings.padding_idx = args.pad_id;
         settings.ignore_idx = args.ignore_index;
+        settings.pad_to_multiple_of = args.pad_to_multiple_of;
         const std::string direction = cfg.get<std::string>("pad_direction", "right");
         if (direction != "right" && direction != "left")
           cfg.fail("pad_direction", "expected \"right\" or \"left\", got \"" + direction + "\"");
         settings.pad_direction = direction == "right" ? ft_images::PadDirection::right : ft_images::PadDirection::left;
+        if (direction == "left" && args.pad_to_multiple_of > 1)
+          cfg.fail("pad_direction",
+                   "\"left\" (generation) pads to no multiple, and training pads sequences to a multiple of " +
+                       std::to_string(args.pad_to_multiple_of) + " (the tensor-parallel degree); pad right");
         for (const char* key : {"pad_max_tiles", "pad_max_images"})
           if (auto n = cfg.get_optional<std::int64_t>(key); n && *n <= 0)
             cfg.fail(key, "must be positive, got " + std::to_string(*n));

@@ -240,6 +240,29 @@ TEST(TiledImagesCollate, BatchesAsTorchtuneWithTheModelsMaskLayout) {
           batch.encoder_mask.view({b, s, n, -1}).permute({0, 2, 1, 3}).contiguous().view({b, s, -1});
       EXPECT_TRUE(as_torchtune.equal(references().tensor(prefix + ".torchtune_encoder_mask")));
     }
+    if (!right) {
+      settings.pad_to_multiple_of = 2;
+      EXPECT_NE(error_of<ft::Error>([&] {
+                  ft_images::collate_tiled_images_and_mask(samples, settings);
+                }).find("padding left (generation) pads to no multiple"),
+                std::string::npos);
+      continue;
+    }
+    // Under tensor parallelism (torchtune's pad_to_multiple_of): the same batch, its text padded
+    // on to a multiple with the pad id and the ignore index, the extra rows seeing no image.
+    const std::int64_t length = batch.tokens.size(1);
+    settings.pad_to_multiple_of = 8;
+    const ft_images::TiledImagesBatch padded = ft_images::collate_tiled_images_and_mask(samples, settings);
+    const std::int64_t padded_length = (length + 7) / 8 * 8;
+    ASSERT_EQ(padded.tokens.size(1), padded_length);
+    ASSERT_GT(padded_length, length) << "the case's length is already a multiple of 8: pick another multiple";
+    EXPECT_TRUE(padded.tokens.narrow(1, 0, length).equal(batch.tokens));
+    EXPECT_TRUE(padded.tokens.narrow(1, length, padded_length - length).eq(settings.padding_idx).all().item<bool>());
+    EXPECT_TRUE(padded.labels.narrow(1, 0, length).equal(batch.labels));
+    EXPECT_TRUE(padded.labels.narrow(1, length, padded_length - length).eq(settings.ignore_idx).all().item<bool>());
+    EXPECT_TRUE(padded.images.equal(batch.images));
+    EXPECT_TRUE(padded.encoder_mask.narrow(1, 0, length).equal(batch.encoder_mask));
+    EXPECT_FALSE(padded.encoder_mask.narrow(1, length, padded_length - length).any().item<bool>());
   }
 }
 

@@ -20,6 +20,12 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
   if (samples.empty()) throw ft::Error("tiled-image collate: an empty micro-batch");
   const auto batch = static_cast<std::int64_t>(samples.size());
   const bool right = settings.pad_direction == PadDirection::right;
+  if (settings.pad_to_multiple_of < 1)
+    throw ft::Error("tiled-image collate: pad_to_multiple_of must be positive, got " +
+                    std::to_string(settings.pad_to_multiple_of));
+  if (!right && settings.pad_to_multiple_of > 1)
+    throw ft::Error("tiled-image collate: padding left (generation) pads to no multiple, and pad_to_multiple_of is " +
+                    std::to_string(settings.pad_to_multiple_of));
 
   // padded_collate_sft: tokens and labels to the longest of either; padded left, tokens only.
   std::int64_t length = 0;
@@ -27,6 +33,7 @@ TiledImagesBatch collate_tiled_images_and_mask(const std::vector<TiledImagesSamp
     length = std::max(length, static_cast<std::int64_t>(sample.tokens.size()));
     if (right) length = std::max(length, static_cast<std::int64_t>(sample.labels.size()));
   }
+  length = (length + settings.pad_to_multiple_of - 1) / settings.pad_to_multiple_of * settings.pad_to_multiple_of;
   const auto int64 = at::TensorOptions().dtype(at::kLong);
   TiledImagesBatch out;
   out.tokens = at::full({batch, length}, settings.padding_idx, int64);
