@@ -9,6 +9,12 @@
 //
 // Under expert parallelism a layer's experts are a bucket of their own, all-reduced only over the
 // ranks holding the same experts.
+//
+// Only the model's leading layer units go out during the backward: a unit listed after them (an
+// optional vision tower, a separately kept embedding) runs before them in the forward, so its
+// gradient is complete only when the backward ends. An optional unit no rank used since the last
+// step is not reduced at all: its parameters keep no gradient, and the optimizer leaves them
+// untouched, as FSDP does (docs/parity.md, Llama 4).
 #include "backward_hook.h"
 #include "model_units.h"
 #include "parallelism_components.h"
@@ -66,6 +72,11 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
           if (params[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
       trainable_indices_.push_back(std::move(indices));
     }
+    // group_parameters puts the root last; the model lists its layers first.
+    layer_count_ = 0;
+    while (layer_count_ + 1 < groups_.size() && groups_[layer_count_].backward_needs_parameters &&
+           !groups_[layer_count_].used_after_layers && !groups_[layer_count_].optional)
+      ++layer_count_;
     sharding_ = ft::role_of<ft::ModelSharding>(model);
     if (sharding_) sharding_->set_unit_hooks(this);
     return params;
@@ -88,11 +99,12 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
   // The backward of `unit` starts: the unit after it is finished (autograd accumulates a
   // parameter's gradient before it moves on), so its bucket can go.
   void before_unit_backward(std::size_t unit) override {
-    if (unit + 1 < groups_.size() - 1) launch(unit + 1);
+    if (unit + 1 < layer_count_) launch(unit + 1);
   }
 
   void end_micro_batch() override {
     if (!syncing_) return;
+    skip_unused_optional_units();
     for (std::size_t u = 0; u < groups_.size(); ++u) launch(u);
     for (auto& bucket : in_flight_) finish(bucket);
     in_flight_.clear();
@@ -115,6 +127,25 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
   bool is_split_expert(const at::Tensor& parameter) const { return same_experts_ && norm().is_expert_share(parameter); }
   ft::Collectives& group_of(const at::Tensor& parameter) const {
     return is_split_expert(parameter) ? *same_experts_ : *world_;
+  }
+
+  // An optional unit is reduced when some rank has a gradient for it (the others add zeros), and
+  // by no rank otherwise, so the collectives match.
+  void skip_unused_optional_units() {
+    std::vector<std::size_t> optional;
+    for (std::size_t u = 0; u < groups_.size(); ++u)
+      if (groups_[u].optional && !launched_[u]) optional.push_back(u);
+    if (optional.empty()) return;
+    at::NoGradGuard no_grad;
+    at::Tensor used = at::zeros({static_cast<std::int64_t>(optional.size())}, at::kFloat);
+    for (std::size_t i = 0; i < optional.size(); ++i) {
+      const auto& params = groups_[optional[i]].parameters;
+      if (std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.grad().defined(); }))
+        used[static_cast<std::int64_t>(i)] = 1;
+    }
+    world_->all_reduce_sum(used);
+    for (std::size_t i = 0; i < optional.size(); ++i)
+      if (used[static_cast<std::int64_t>(i)].item<float>() == 0) launched_[optional[i]] = true;
   }
 
   // The unit's gradients go out in one bucket per group they are summed over.
@@ -171,6 +202,7 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
   ft::Model* model_ = nullptr;
   ft::ModelSharding* sharding_ = nullptr;  // the model's sharding role; nullptr: one unit
   std::vector<ParameterGroup> groups_;
+  std::size_t layer_count_ = 0;                              // the leading groups that are layers in forward order
   std::vector<std::vector<std::size_t>> trainable_indices_;  // per group: its parameters' indices in params()
   GradientReadyCallback ready_;
   std::vector<bool> launched_;

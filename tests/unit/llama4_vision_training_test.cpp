@@ -2,9 +2,9 @@
 // (tests/vision_references/make_llama4_references.py's llama4_trainable) in place of Scout and
 // The Cauldron's records through llama4_transform (tests/vision_references/
 // make_llama4_data_references.py) as its data: bfloat16, activation checkpointing, CPU offload,
-// the linear cross-entropy, over two FSDP ranks (tensor_parallel_dim 1: the tiled-image collate
-// pads no sequence to a multiple of the tensor-parallel degree yet, and says so). The frozen encoder comes
-// back bit for bit; the decoder and the fusion parameters train.
+// the linear cross-entropy, over two ranks as its tensor_parallel_dim 2 lays them out (one
+// tensor-parallel group; the collate pads each sequence to a multiple of 2). The frozen encoder
+// comes back bit for bit; the decoder and the fusion parameters train.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "build_tree.h"
@@ -31,21 +32,41 @@ std::vector<nlohmann::json> lines_of(const std::string& path) {
   return out;
 }
 
+std::string model_dir() { return fttest::build_tree("vision_references/llama4_trainable"); }
+
+// The Scout YAML on the tiny model: its checkpoint and tokenizer, metrics as JSON lines.
+std::string scout_on_tiny_model(const std::string& out) {
+  return "--config " + std::string(FT_SOURCE_DIR) + "/configs/llama4/scout_17B_16E_full.yaml" + " output_dir=" + out +
+         " model._component_=fthost.models.llama4.from_hf_config model.path=" + model_dir() +
+         " tokenizer.path=" + fttest::published::file("llama4", "tokenizer.model") +
+         " tokenizer.image_size=28 tokenizer.max_seq_len=2048 checkpointer.checkpoint_dir=" + model_dir() +
+         " 'checkpointer.checkpoint_files=[\"model.safetensors\"]' metric_logger.output_fmt=jsonl"
+         " metric_logger.filename=metrics.jsonl";
+}
+
+// ... reading The Cauldron's records with images.
+std::string on_images() {
+  return " dataset._component_=torchtune.datasets.multimodal.the_cauldron_dataset '~dataset.packed'"
+         " dataset.source=parquet dataset.data_files=" +
+         fttest::build_tree("vision_references/llama4_data/cauldron.parquet") +
+         " collate_fn=torchtune.data.padded_collate_tiled_images_and_mask";
+}
+
+// float32, in dataset order, without offload or recomputation, a weight decay that shows.
+const char* const kComparable =
+    " seed=0 shuffle=false dtype=fp32 enable_activation_checkpointing=false optimizer.weight_decay=0.1"
+    " epochs=1 max_steps_per_epoch=2";
+
+// DDP: the whole model on every rank, no FSDP keys.
+const char* const kDdp =
+    " parallelism._component_=fthost.parallelism.ddp tensor_parallel_dim=1 '~tensor_parallel_plan'"
+    " '~data_parallel_shard_dim' '~data_parallel_replicate_dim' '~fsdp_cpu_offload'";
+
 TEST(Llama4VisionTraining, TorchtunesScoutYamlTrainsTheTinyModelOnImages) {
   const std::string dir = fttest::temp_dir();
-  const std::string model = fttest::build_tree("vision_references/llama4_trainable");
-  const auto r = fttest::run_fthost(
-      "--nproc-per-node 2 --config " + std::string(FT_SOURCE_DIR) + "/configs/llama4/scout_17B_16E_full.yaml" +
-      " output_dir=" + dir + "/run model._component_=fthost.models.llama4.from_hf_config model.path=" + model +
-      " tokenizer.path=" + fttest::published::file("llama4", "tokenizer.model") +
-      " tokenizer.image_size=28 tokenizer.max_seq_len=2048 checkpointer.checkpoint_dir=" + model +
-      " 'checkpointer.checkpoint_files=[\"model.safetensors\"]'"
-      " dataset._component_=torchtune.datasets.multimodal.the_cauldron_dataset '~dataset.packed'"
-      " dataset.source=parquet dataset.data_files=" +
-      fttest::build_tree("vision_references/llama4_data/cauldron.parquet") +
-      " collate_fn=torchtune.data.padded_collate_tiled_images_and_mask seed=0 tensor_parallel_dim=1"
-      " epochs=1 max_steps_per_epoch=2 batch_size=1 metric_logger.output_fmt=jsonl "
-      "metric_logger.filename=metrics.jsonl");
+  const std::string model = model_dir();
+  const auto r = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(dir + "/run") + on_images() +
+                                    " seed=0 epochs=1 max_steps_per_epoch=2 batch_size=1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), 2U) << r.output;
@@ -69,6 +90,54 @@ TEST(Llama4VisionTraining, TorchtunesScoutYamlTrainsTheTinyModelOnImages) {
        {"multi_modal_projector.linear_1.weight", "vision_model.vision_adapter.mlp.fc1.weight",
         "language_model.model.layers.0.self_attn.q_proj.weight", "language_model.lm_head.weight"})
     EXPECT_FALSE(trained.tensor(trained_name).equal(initial.tensor(trained_name).to(at::kBFloat16))) << trained_name;
+}
+
+// Two DDP ranks of one sample each train as one rank of both: the vision tower's gradients are
+// complete only when the whole backward is (it runs before the decoder), and are all-reduced then.
+TEST(Llama4VisionTraining, TwoDdpRanksTrainTheFusionParametersAsOneRank) {
+  const std::string dir = fttest::temp_dir();
+  const auto one = fttest::run_fthost(scout_on_tiny_model(dir + "/one") + on_images() + kComparable +
+                                      " batch_size=2 tensor_parallel_dim=1 '~tensor_parallel_plan'");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto two = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(dir + "/two") + on_images() +
+                                      kComparable + kDdp + " batch_size=1");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const SafetensorsFile one_rank(dir + "/one/epoch_0/model.safetensors");
+  const SafetensorsFile two_ranks(dir + "/two/epoch_0/model.safetensors");
+  const SafetensorsFile initial(model_dir() + "/model.safetensors");
+  for (const char* name : {"multi_modal_projector.linear_1.weight", "vision_model.vision_adapter.mlp.fc1.weight",
+                           "vision_model.vision_adapter.mlp.fc2.weight", "language_model.lm_head.weight"}) {
+    SCOPED_TRACE(name);
+    const at::Tensor before = initial.tensor(name), expected = one_rank.tensor(name), mine = two_ranks.tensor(name);
+    // Two AdamW steps of lr 2e-5 move each weight by about 4e-5; a lost gradient leaves only the
+    // weight decay's 1e-7 or so. Summation order differs by ranks: 1e-8 here.
+    EXPECT_GT((expected - before).abs().max().item<double>(), 3e-5);
+    EXPECT_LE((mine - expected).abs().max().item<double>(), 1e-7);
+  }
+}
+
+// A text-only batch gives the vision tower and projector no gradient; under DDP as under FSDP,
+// AdamW then leaves them bit for bit as they were (no weight decay either), as torch's optimizer
+// skips a parameter whose grad is None.
+TEST(Llama4VisionTraining, TextOnlyBatchesLeaveTheFusionParametersUntouched) {
+  const std::string dir = fttest::temp_dir();
+  const std::string text_only =
+      " dataset._component_=torchtune.datasets.alpaca_dataset dataset.source=" + fttest::fixtures_dir() +
+      "/data/alpaca_tiny.json";
+  const SafetensorsFile initial(model_dir() + "/model.safetensors");
+  for (const auto& [strategy_name, strategy] :
+       {std::pair<std::string, std::string>{"ddp", kDdp}, {"fsdp", " tensor_parallel_dim=1"}}) {
+    SCOPED_TRACE(strategy_name);
+    const std::string out = dir + "/" + strategy_name;
+    const auto r = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(out) + text_only + kComparable +
+                                      strategy + " batch_size=1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const SafetensorsFile trained(out + "/epoch_0/model.safetensors");
+    for (const char* name : {"multi_modal_projector.linear_1.weight", "vision_model.vision_adapter.mlp.fc1.weight"})
+      EXPECT_TRUE(trained.tensor(name).equal(initial.tensor(name))) << name;
+    EXPECT_FALSE(
+        trained.tensor("language_model.lm_head.weight").equal(initial.tensor("language_model.lm_head.weight")));
+  }
 }
 
 }  // namespace
