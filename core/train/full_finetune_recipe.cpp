@@ -441,6 +441,9 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(std::size_t micro_
     const ContextParallelShare share = rank_share(whole);
     const ft::Batch& batch = share.batch;
     step.positions += batch.tokens.numel();
+    if (model_flops_ && batch.images.defined())
+      if (const auto* reader = ft::role_of<ft::ModelImageInput>(*model_))
+        step.image_flops += reader->image_training_flops(batch.images);
     const at::Tensor targets = share.targets.to(s_.device);
     // Counted after the shift: exactly the tokens the loss sums over (docs/parity.md).
     const at::Tensor micro_batch_tokens = targets.ne(ignore_index).sum();
@@ -551,12 +554,14 @@ void FullFinetuneRecipe::log_step(std::int64_t epoch, const StepTotals& step) {
   if (step.auxiliary_loss) metrics.emplace_back("router_aux_loss", *step.auxiliary_loss);
   if (step.expert_load.defined())
     for (auto& m : expert_load_metrics(step.expert_load)) metrics.push_back(std::move(m));
-  // FLOPs are spent on every position the model processes, padding and prompts included.
-  if (model_flops_)
-    for (auto& m : model_flops_->metrics(
-             static_cast<double>(step.positions) * parallelism_->data_parallel_size() / env_.world_size / step.seconds,
-             step.seq_len, global_step_))
+  // FLOPs are spent on every position the model processes, padding and prompts included, and
+  // on every image tile encoded; the ranks of a tensor-parallel group share a data rank's.
+  if (model_flops_) {
+    const double per_rank = static_cast<double>(parallelism_->data_parallel_size()) / env_.world_size / step.seconds;
+    for (auto& m : model_flops_->metrics(static_cast<double>(step.positions) * per_rank, step.seq_len, global_step_,
+                                         step.image_flops * per_rank))
       metrics.push_back(std::move(m));
+  }
   logger_->log_dict(metrics, global_step_);
 }
 

@@ -14,9 +14,10 @@ ModelFlops::ModelFlops(const ft::Model& model, const c10::Device& device, c10::S
                 peak_.flops_per_second / 1e9, peak_.source);
 }
 
-ft::Metrics ModelFlops::metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step) {
+ft::Metrics ModelFlops::metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step,
+                                double image_flops_per_second) {
   if (!known()) return {};
-  const double achieved = model_.training_flops_per_position(seq_len) * positions_per_second;
+  const double achieved = model_.training_flops_per_position(seq_len) * positions_per_second + image_flops_per_second;
   if (achieved > peak_.flops_per_second) {
     if (peak_.measured) {
       // The model's own matmuls went faster than the measured peak, so that measurement was

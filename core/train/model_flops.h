@@ -22,8 +22,10 @@ class ModelFlops {
   bool known() const { return peak_.flops_per_second > 0; }
   double peak() const { return peak_.flops_per_second; }
   // `positions_per_second` per rank (the job's positions / s over its ranks), of sequences
-  // `seq_len` long, at optimizer step `step`: tflops_per_gpu and mfu.
-  ft::Metrics metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step);
+  // `seq_len` long, and `image_flops_per_second` per rank (encoding images,
+  // ModelImageInput::image_training_flops), at optimizer step `step`: tflops_per_gpu and mfu.
+  ft::Metrics metrics(double positions_per_second, std::int64_t seq_len, std::int64_t step,
+                      double image_flops_per_second = 0);
 
  private:
   const ft::Model& model_;

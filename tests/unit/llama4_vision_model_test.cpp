@@ -169,3 +169,27 @@ TEST(Llama4Vision, AVisionConfigWhoseShapesDisagreeNamesTheKey) {
 }
 
 }  // namespace
+
+// The mfu's image FLOPs: per real tile, 6 x the weights each vision token multiplies through plus
+// the layers' attention, from config.json's published architecture (Hugging Face's
+// Llama4VisionModel: a patch embedding of channels x patch^2 x hidden, layers of q/k/v/o and a
+// two-matrix MLP over the patches and the class token, the pixel-shuffle MLP from the shuffled
+// width to projector_input_dim to projector_output_dim, the projector to the text width).
+TEST(Llama4Vision, ImageFlopsCountEveryRealTileThroughThePublishedTower) {
+  const nlohmann::json config = nlohmann::json::parse(fttest::read_file(reference_dir() + "/config.json"));
+  const auto& v = config.at("vision_config");
+  const auto get = [&v](const char* key) { return v.at(key).get<double>(); };
+  const double h = get("hidden_size"), layers = get("num_hidden_layers"), mlp = get("intermediate_size");
+  const double patch = get("patch_size"), ratio = get("pixel_shuffle_ratio");
+  const double side = get("image_size") / patch, patches = side * side, tokens = patches + 1;
+  const double features = patches * ratio * ratio, shuffled = h / (ratio * ratio);
+  const double text_width = config.at("text_config").at("hidden_size").get<double>();
+  const double weights =
+      patches * get("num_channels") * patch * patch * h + tokens * layers * (4 * h * h + 2 * h * mlp) +
+      features * (shuffled * get("projector_input_dim") + get("projector_input_dim") * get("projector_output_dim") +
+                  get("vision_output_dim") * text_width);
+  const double per_tile = 6 * weights + 12 * layers * h * tokens * tokens;
+  auto model = model_of();
+  // Sample 0's image of 3 tiles and sample 1's of 1 (padded to 3): 4 real tiles.
+  EXPECT_DOUBLE_EQ(image_input(*model).image_training_flops(reference_images()), 4 * per_tile);
+}

@@ -56,6 +56,7 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
       projector_ = ft::nn::Linear(vision.vision_output_dim, config.embed_dim, false);
     }
     if (!args.device.is_meta()) initialize_vision(*encoder_, *projector_, args.seed);
+    tile_training_flops_ = count_tile_training_flops();
     encoder_->to(args.device, args.dtype);
     projector_->to(args.device, args.dtype);
     // Registered under the decoder, whose parameters the strategies and the optimizer see.
@@ -87,6 +88,10 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
       ~Reset() { decoder.fuse_embeddings = nullptr; }
     } reset{decoder()};
     return forward(input, request);
+  }
+
+  double image_training_flops(const ft::BatchImages& images) const override {
+    return tile_training_flops_ * static_cast<double>(images.tile_count.sum().item<std::int64_t>());
   }
 
   std::vector<ft::NamedTensor> hf_parameters() override {
@@ -160,6 +165,31 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
     return features.reshape({-1, features.size(-1)});
   }
 
+  // One tile through the tower and the projector, from the modules as built (a sharding strategy
+  // later leaves a rank only its share): 6 x the weights each token multiplies through (the
+  // patches through the patch embedding, the patches and the class token through every layer,
+  // the shuffled features through the adapter and the projector), plus every layer's attention,
+  // 12 x width x tokens per token as the decoder's count has it (no causal mask here).
+  double count_tile_training_flops() const {
+    const auto weights = [](const std::vector<at::Tensor>& parameters) {
+      double n = 0;
+      for (const auto& p : parameters)
+        if (p.dim() >= 2) n += static_cast<double>(p.numel());
+      return n;
+    };
+    const Llama4VisionEncoderImpl& e = *encoder_;
+    const auto patches = static_cast<double>(vision_.patches_per_side() * vision_.patches_per_side());
+    const double tokens = patches + 1;
+    double layer_weights = 0;
+    for (const auto& layer : e.layers) layer_weights += weights(layer->parameters());
+    const double matmul = patches * weights(e.patch_embedding->parameters()) + tokens * layer_weights +
+                          static_cast<double>(vision_.features_per_tile()) *
+                              (weights(e.adapter_fc1->parameters()) + weights(e.adapter_fc2->parameters()) +
+                               weights(projector_->parameters()));
+    const double attention = 12.0 * static_cast<double>(e.layers.size() * vision_.hidden_size) * tokens * tokens;
+    return 6 * matmul + attention;
+  }
+
   void set_trainable(const EarlyFusionTrainable& t) {
     for (auto& p : decoder().parameters()) p.requires_grad_(t.decoder);
     for (auto& p : encoder_->parameters()) p.requires_grad_(t.encoder);
@@ -175,6 +205,7 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
   Llama4VisionEncoder encoder_{nullptr};
   ft::nn::Linear projector_{nullptr};
   bool context_parallel_ = false;
+  double tile_training_flops_ = 0;  // image_training_flops per real tile
   ft::UnitHooks* unit_hooks_ = nullptr;
   std::optional<std::size_t> vision_unit_;  // its index among the sharding units, once asked
 };

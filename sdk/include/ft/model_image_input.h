@@ -17,6 +17,14 @@ class ModelImageInput {
   // forward() with the micro-batch's images; `images.encoder_mask` is [b, s, ...] over input.tokens.
   virtual ModelOutput forward_with_images(const ModelInput& input, const BatchImages& images,
                                           const OutputRequest& request) = 0;
+  // Training FLOPs (forward and backward) of encoding `images`' real tiles, counted as
+  // Model::training_flops_per_position counts a position's (6 x the parameters each image token
+  // multiplies through, plus attention), for the logged mfu. 0: unknown; the mfu then leaves the
+  // images out.
+  virtual double image_training_flops(const BatchImages& images) const {
+    (void)images;
+    return 0;
+  }
 };
 
 }  // namespace ft
