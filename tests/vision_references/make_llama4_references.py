@@ -25,7 +25,8 @@ And OUT_DIR/llama4_trainable/ (config.json, model.safetensors in float32): a mod
 runs through llama4_transform, whose token ids reach 202047 and whose tiles are 14-pixel patches:
 text vocabulary 202048, width 32, 2 layers (the second a mixture of experts); vision tiles of 28
 pixels (2 x 2 patches, one feature per tile after the pixel shuffle), 1 layer; image token
-200092 (<|patch|>).
+200092 (<|patch|>). trainable_config and trainable_model build it; make_llama4_golden.py builds its
+golden trajectory's model with them at tiles of 56 pixels.
 
 Every parameter is redrawn from a seeded normal (norm weights near 1), so that a parameter read
 into the wrong place changes the outputs.
@@ -162,20 +163,25 @@ def main():
     make_trainable(parser.parse_args().out_dir)
 
 
-def make_trainable(out_dir):
-    """The training runs' model: Llama 4's token ids, tiles of 28 pixels in 14-pixel patches."""
-    out = out_dir / "llama4_trainable"
-    out.mkdir(parents=True, exist_ok=True)
+def trainable_config(image_size=28):
+    """The training runs' config: Llama 4's token ids (text vocabulary 202048, image token 200092),
+    width 32, 2 layers (the second a mixture of experts); a 1-layer vision tower of 14-pixel
+    patches on tiles of image_size pixels."""
     text = dict(LLAMA4_TEXT_KW, vocab_size=202048, hidden_size=32, intermediate_size=16, intermediate_size_mlp=48,
                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
                 no_rope_layers=[1, 0], max_position_embeddings=8192, bos_token_id=200000, eos_token_id=200001,
                 pad_token_id=200018)
     vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_channels=3,
-                  image_size=28, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=24,
+                  image_size=image_size, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=24,
                   projector_output_dim=24, vision_output_dim=24, norm_eps=1e-5, rope_theta=10000, hidden_act="gelu",
                   attention_dropout=0.0, projector_dropout=0.0, multi_modal_projector_bias=False)
-    config = Llama4Config(text_config=text, vision_config=vision, boi_token_index=200080, eoi_token_index=200081,
-                          image_token_index=200092, tie_word_embeddings=False)
+    return Llama4Config(text_config=text, vision_config=vision, boi_token_index=200080, eoi_token_index=200081,
+                        image_token_index=200092, tie_word_embeddings=False)
+
+
+def trainable_model(config):
+    """A float32 Llama4ForConditionalGeneration of config, every parameter but the norms redrawn
+    from a seeded N(0, 0.05^2)."""
     torch.manual_seed(1)
     model = Llama4ForConditionalGeneration(config)
     with torch.no_grad():
@@ -183,6 +189,15 @@ def make_trainable(out_dir):
         for name, p in model.named_parameters():
             if "norm" not in name:
                 p.copy_(0.05 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+def make_trainable(out_dir):
+    """The training runs' model: Llama 4's token ids, tiles of 28 pixels in 14-pixel patches."""
+    out = out_dir / "llama4_trainable"
+    out.mkdir(parents=True, exist_ok=True)
+    config = trainable_config()
+    model = trainable_model(config)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
               metadata={"format": "pt"})
     config.save_pretrained(str(out))
