@@ -27,7 +27,9 @@
 // Major 10: context parallelism (the model role ContextParallelism, ft::nn attention's
 // context_parallel member, Parallelism::Args::context_parallel_size).
 // Major 11: schema keys carry a PathRole (ft/schema.h), for the pre-flight check.
-#define FT_ABI_MAJOR 11
+// Major 12: images (ft::Sample and ft::Batch carry them, Tokenizer::image_transform, the model
+// role ModelImageInput), ShardingUnit::optional, TransformerDecoder::fuse_embeddings.
+#define FT_ABI_MAJOR 12
 #define FT_ABI_MINOR 0
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
