@@ -147,3 +147,35 @@ TEST(Llama4VisionTraining, TextOnlyBatchesLeaveTheFusionParametersUntouched) {
 }
 
 }  // namespace
+
+// torchtune's llama4/maverick_17B_128E_full YAML as shipped, with images: its
+// tensor_parallel_dim 8 lays 8 ranks out as one tensor-parallel group, which splits the tiny
+// model's 8 heads (make_llama4_references.py's llama4_trainable_tp8) and its experts' hidden
+// features; the collate pads every sequence to a multiple of 8. The frozen encoder comes back bit
+// for bit, the projector and the decoder train.
+TEST(Llama4VisionTraining, TorchtunesMaverickYamlTrainsOnImagesOverEightTensorParallelRanks) {
+  const std::string dir = fttest::temp_dir();
+  const std::string model = fttest::build_tree("vision_references/llama4_trainable_tp8");
+  const auto r = fttest::run_fthost(
+      "--nproc-per-node 8 --config " + std::string(FT_SOURCE_DIR) + "/configs/llama4/maverick_17B_128E_full.yaml" +
+      " output_dir=" + dir + "/run model._component_=fthost.models.llama4.from_hf_config model.path=" + model +
+      " tokenizer.path=" + fttest::published::file("llama4", "tokenizer.model") +
+      " tokenizer.image_size=28 tokenizer.max_seq_len=2048 checkpointer.checkpoint_dir=" + model +
+      " 'checkpointer.checkpoint_files=[\"model.safetensors\"]' metric_logger.output_fmt=jsonl"
+      " metric_logger.filename=metrics.jsonl" +
+      on_images() + " seed=0 epochs=1 max_steps_per_epoch=2 batch_size=1 num_threads=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 data-parallel x 8 tensor-parallel ranks"), std::string::npos) << r.output;
+  const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
+  ASSERT_EQ(logged.size(), 2U) << r.output;
+  for (const auto& step : logged) EXPECT_TRUE(std::isfinite(step.at("loss").get<double>())) << step.dump();
+  const SafetensorsFile trained(dir + "/run/epoch_0/model.safetensors");
+  const SafetensorsFile initial(model + "/model.safetensors");
+  for (const char* frozen :
+       {"vision_model.patch_embedding.linear.weight", "vision_model.model.layers.0.self_attn.q_proj.weight"})
+    EXPECT_TRUE(trained.tensor(frozen).equal(initial.tensor(frozen).to(at::kBFloat16))) << frozen;
+  for (const char* trained_name :
+       {"multi_modal_projector.linear_1.weight", "language_model.model.layers.0.self_attn.q_proj.weight",
+        "language_model.model.layers.1.feed_forward.experts.gate_up_proj"})
+    EXPECT_FALSE(trained.tensor(trained_name).equal(initial.tensor(trained_name).to(at::kBFloat16))) << trained_name;
+}

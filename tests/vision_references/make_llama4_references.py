@@ -26,7 +26,8 @@ runs through llama4_transform, whose token ids reach 202047 and whose tiles are 
 text vocabulary 202048, width 32, 2 layers (the second a mixture of experts); vision tiles of 28
 pixels (2 x 2 patches, one feature per tile after the pixel shuffle), 1 layer; image token
 200092 (<|patch|>). trainable_config and trainable_model build it; make_llama4_golden.py builds its
-golden trajectory's model with them at tiles of 56 pixels.
+golden trajectory's model with them at tiles of 56 pixels. OUT_DIR/llama4_trainable_tp8/: the
+same with 8 heads and 8 key-value heads of width 4, for 8 tensor-parallel ranks.
 
 Every parameter is redrawn from a seeded normal (norm weights near 1), so that a parameter read
 into the wrong place changes the outputs.
@@ -163,12 +164,12 @@ def main():
     make_trainable(parser.parse_args().out_dir)
 
 
-def trainable_config(image_size=28):
+def trainable_config(image_size=28, heads=4, kv_heads=2):
     """The training runs' config: Llama 4's token ids (text vocabulary 202048, image token 200092),
-    width 32, 2 layers (the second a mixture of experts); a 1-layer vision tower of 14-pixel
-    patches on tiles of image_size pixels."""
+    width 32 in `heads` heads (`kv_heads` of keys and values), 2 layers (the second a mixture of
+    experts); a 1-layer vision tower of 14-pixel patches on tiles of image_size pixels."""
     text = dict(LLAMA4_TEXT_KW, vocab_size=202048, hidden_size=32, intermediate_size=16, intermediate_size_mlp=48,
-                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                num_hidden_layers=2, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=32 // heads,
                 no_rope_layers=[1, 0], max_position_embeddings=8192, bos_token_id=200000, eos_token_id=200001,
                 pad_token_id=200018)
     vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_channels=3,
@@ -193,14 +194,17 @@ def trainable_model(config):
 
 
 def make_trainable(out_dir):
-    """The training runs' model: Llama 4's token ids, tiles of 28 pixels in 14-pixel patches."""
-    out = out_dir / "llama4_trainable"
-    out.mkdir(parents=True, exist_ok=True)
-    config = trainable_config()
-    model = trainable_model(config)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
-    config.save_pretrained(str(out))
+    """The training runs' models: Llama 4's token ids, tiles of 28 pixels in 14-pixel patches;
+    llama4_trainable_tp8 with 8 heads and 8 key-value heads of 4, which 8 tensor-parallel ranks
+    (Maverick's YAML) split."""
+    for name, heads, kv_heads in (("llama4_trainable", 4, 2), ("llama4_trainable_tp8", 8, 8)):
+        out = out_dir / name
+        out.mkdir(parents=True, exist_ok=True)
+        config = trainable_config(heads=heads, kv_heads=kv_heads)
+        model = trainable_model(config)
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
+                  metadata={"format": "pt"})
+        config.save_pretrained(str(out))
 
 
 if __name__ == "__main__":
