@@ -266,6 +266,10 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
         reshard(u);
       }
     }
+    // Consecutive optional units (a vision tower's stages) run in order: once the backward reaches
+    // one, the next has finished its own, so its parameters can go; its gradient waits for the
+    // ranks' agreement at the end of the micro-batch.
+    if (units_[unit].optional && unit + 1 < root_ && units_[unit + 1].optional) reshard(unit + 1);
     gather(unit);
     if (unit > 0 && unit <= layer_count_ && !units_[unit].optional && units_[unit - 1].backward_needs_parameters)
       prefetch(unit - 1);

@@ -122,6 +122,32 @@ TEST(Llama4VisionTraining, TwoRanksTrainTheFusionParametersAsOneRank) {
   }
 }
 
+// The encoder trained too (encoder_trainable): FSDP gathers the vision tower a stage at a time
+// (embedding, each layer, head), in backward as in forward, and trains it as one rank does.
+TEST(Llama4VisionTraining, FsdpTrainsTheWholeVisionTowerAsOneRank) {
+  const std::string dir = fttest::temp_dir();
+  const std::string encoder = " model.encoder_trainable=true tensor_parallel_dim=1 '~tensor_parallel_plan'";
+  const auto one =
+      fttest::run_fthost(scout_on_tiny_model(dir + "/one") + on_images() + kComparable + encoder + " batch_size=2");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto two = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(dir + "/two") + on_images() +
+                                      kComparable + encoder + " batch_size=1 fsdp_cpu_offload=false");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("fsdp: 6 units"), std::string::npos) << "2 layers, the root, 3 vision stages";
+  const SafetensorsFile one_rank(dir + "/one/epoch_0/model.safetensors");
+  const SafetensorsFile two_ranks(dir + "/two/epoch_0/model.safetensors");
+  const SafetensorsFile initial(model_dir() + "/model.safetensors");
+  for (const char* name :
+       {"vision_model.patch_embedding.linear.weight", "vision_model.class_embedding",
+        "vision_model.model.layers.0.self_attn.q_proj.weight", "vision_model.model.layers.0.mlp.fc2.bias",
+        "vision_model.layernorm_post.weight", "multi_modal_projector.linear_1.weight"}) {
+    SCOPED_TRACE(name);
+    const at::Tensor before = initial.tensor(name), expected = one_rank.tensor(name), mine = two_ranks.tensor(name);
+    EXPECT_GT((expected - before).abs().max().item<double>(), 3e-5);
+    EXPECT_LE((mine - expected).abs().max().item<double>(), 1e-7);
+  }
+}
+
 // A text-only batch gives the vision tower and projector no gradient; under DDP as under FSDP,
 // AdamW then leaves them bit for bit as they were (no weight decay either), as torch's optimizer
 // skips a parameter whose grad is None.

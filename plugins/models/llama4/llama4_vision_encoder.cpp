@@ -108,6 +108,12 @@ Llama4VisionEncoderImpl::Llama4VisionEncoderImpl(const Llama4VisionConfig& confi
 }
 
 at::Tensor Llama4VisionEncoderImpl::forward(const at::Tensor& tiles) const {
+  at::Tensor x = embed(tiles);
+  for (std::size_t i = 0; i < layers.size(); ++i) x = layer(i, x);
+  return head(x);
+}
+
+at::Tensor Llama4VisionEncoderImpl::embed(const at::Tensor& tiles) const {
   const Llama4VisionConfig& c = config_;
   if (tiles.dim() != 4 || tiles.size(1) != c.num_channels || tiles.size(2) != c.image_size ||
       tiles.size(3) != c.image_size)
@@ -121,15 +127,21 @@ at::Tensor Llama4VisionEncoderImpl::forward(const at::Tensor& tiles) const {
   at::Tensor x = at::conv2d(tiles.to(weight.scalar_type()), weight.view({d, c.num_channels, p, p}), {}, p);
   x = x.flatten(2).transpose(1, 2);
   x = at::cat({x, class_embedding.expand({n, 1, d})}, 1) + positional_embedding;
-  x = layernorm_pre->forward(x);
+  return layernorm_pre->forward(x);
+}
+
+at::Tensor Llama4VisionEncoderImpl::layer(std::size_t index, const at::Tensor& x) const {
   const std::int64_t tokens = x.size(1);
   // Every token sees every other.
   const at::Tensor everything = at::ones({tokens, tokens}, x.options().dtype(at::kBool));
   const at::Tensor positions = at::arange(tokens, x.options().dtype(at::kLong));
-  for (const TransformerLayer& layer : layers) x = layer->forward(x, positions, everything);
-  x = layernorm_post->forward(x).narrow(1, 0, tokens - 1);
-  x = pixel_shuffle(x, c.pixel_shuffle_ratio);
-  return at::gelu(adapter_fc2->forward(at::gelu(adapter_fc1->forward(x))));
+  return layers.at(index)->forward(x, positions, everything);
+}
+
+at::Tensor Llama4VisionEncoderImpl::head(const at::Tensor& x) const {
+  const at::Tensor patches = layernorm_post->forward(x).narrow(1, 0, x.size(1) - 1);
+  const at::Tensor shuffled = pixel_shuffle(patches, config_.pixel_shuffle_ratio);
+  return at::gelu(adapter_fc2->forward(at::gelu(adapter_fc1->forward(shuffled))));
 }
 
 }  // namespace ft_models

@@ -43,8 +43,16 @@ class PatchGridRotary final : public ft::nn::PositionalEmbedding {
 class Llama4VisionEncoderImpl : public torch::nn::Module {
  public:
   explicit Llama4VisionEncoderImpl(const Llama4VisionConfig& config);
-  // tiles: [n, channels, image_size, image_size] -> [n, features_per_tile, projector_output_dim].
+  // tiles: [n, channels, image_size, image_size] -> [n, features_per_tile, projector_output_dim]:
+  // head(layer(L - 1, ... layer(0, embed(tiles)))). The stages are the sharding units' parts.
   at::Tensor forward(const at::Tensor& tiles) const;
+  // The patches embedded, the class token appended, positions added, layernorm_pre:
+  // [n, patches + 1, hidden].
+  at::Tensor embed(const at::Tensor& tiles) const;
+  // Layer `index` over the tokens of every tile.
+  at::Tensor layer(std::size_t index, const at::Tensor& x) const;
+  // layernorm_post, the class token dropped, the pixel shuffle and its MLP.
+  at::Tensor head(const at::Tensor& x) const;
 
   const Llama4VisionConfig& config() const { return config_; }
   ft::nn::Linear patch_embedding{nullptr};  // [hidden, channels x patch x patch], no bias

@@ -122,15 +122,29 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
     return DecoderModel::find_role(role);
   }
 
-  // The decoder's units, then the vision tower and projector as one optional unit: a batch
-  // without images leaves them without a gradient, which the strategy keeps undefined.
+  // The decoder's units, then the vision tower's stages as optional units (a batch without images
+  // leaves them without a gradient, which the strategy keeps undefined): the embedding, each
+  // layer, and the head (the last norm, the pixel-shuffle MLP and the projector).
   std::vector<ft::ShardingUnit> sharding_units() override {
     std::vector<ft::ShardingUnit> units = DecoderModel::sharding_units();
-    ft::ShardingUnit vision{"vision_model", encoder_->parameters()};
-    for (const auto& p : projector_->parameters()) vision.parameters.push_back(p);
-    vision.optional = true;
-    vision_unit_ = units.size();
-    units.push_back(std::move(vision));
+    first_vision_unit_ = units.size();
+    const auto add = [&units](std::string name, std::vector<at::Tensor> parameters) {
+      ft::ShardingUnit unit{std::move(name), std::move(parameters)};
+      unit.optional = true;
+      units.push_back(std::move(unit));
+    };
+    Llama4VisionEncoderImpl& e = *encoder_;
+    std::vector<at::Tensor> embedding = e.patch_embedding->parameters();
+    embedding.push_back(e.class_embedding);
+    embedding.push_back(e.positional_embedding);
+    for (const auto& p : e.layernorm_pre->parameters()) embedding.push_back(p);
+    add("vision_model.embeddings", std::move(embedding));
+    for (std::size_t i = 0; i < e.layers.size(); ++i)
+      add("vision_model.model.layers." + std::to_string(i), e.layers[i]->parameters());
+    std::vector<at::Tensor> head = e.layernorm_post->parameters();
+    for (const auto* module : {&e.adapter_fc1, &e.adapter_fc2, &projector_})
+      for (const auto& p : (*module)->parameters()) head.push_back(p);
+    add("vision_model.head", std::move(head));
     return units;
   }
   void set_unit_hooks(ft::UnitHooks* hooks) override {
@@ -158,10 +172,20 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
                                 .flatten()
                                 .to(pixels.device());
     const at::Tensor tiles = pixels.flatten(0, 2).index({real});
-    const bool hooked = unit_hooks_ && vision_unit_;
-    if (hooked) unit_hooks_->before_forward(*vision_unit_);
-    at::Tensor features = projector_->forward(encoder_->forward(tiles));
-    if (hooked) features = unit_hooks_->after_forward(*vision_unit_, std::move(features));
+    // Each stage inside its sharding unit's hooks: a strategy gathers one at a time.
+    std::size_t unit = first_vision_unit_.value_or(0);
+    const auto stage = [&](const auto& run) {
+      const bool hooked = unit_hooks_ && first_vision_unit_;
+      if (hooked) unit_hooks_->before_forward(unit);
+      at::Tensor out = run();
+      if (hooked) out = unit_hooks_->after_forward(unit, std::move(out));
+      ++unit;
+      return out;
+    };
+    const Llama4VisionEncoderImpl& e = *encoder_;
+    at::Tensor x = stage([&] { return e.embed(tiles); });
+    for (std::size_t i = 0; i < e.layers.size(); ++i) x = stage([&] { return e.layer(i, x); });
+    const at::Tensor features = stage([&] { return projector_->forward(e.head(x)); });
     return features.reshape({-1, features.size(-1)});
   }
 
@@ -207,7 +231,8 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
   bool context_parallel_ = false;
   double tile_training_flops_ = 0;  // image_training_flops per real tile
   ft::UnitHooks* unit_hooks_ = nullptr;
-  std::optional<std::size_t> vision_unit_;  // its index among the sharding units, once asked
+  // The vision embedding's index among the sharding units (its layers and head follow), once asked.
+  std::optional<std::size_t> first_vision_unit_;
 };
 
 }  // namespace
