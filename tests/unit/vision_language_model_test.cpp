@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "build_tree.h"
@@ -19,6 +21,7 @@
 #include "hf_reference_checks.h"
 #include "safetensors.h"
 #include "test_helpers.h"
+#include "vision_language_flops.h"
 #include "vision_language_model.h"
 
 namespace {
@@ -130,6 +133,44 @@ TEST(Llama32Vision, AMaskOfTheWrongShapeIsRefusedWithBothShapes) {
   const std::string message = error_of<ft::Error>([&] { model->logits(input); });
   EXPECT_NE(message.find("[2, 12, 40]"), std::string::npos) << message;
   EXPECT_NE(message.find("[2, 12, 7]"), std::string::npos) << message;
+}
+
+// The mfu's FLOPs, worked out from config.json's published architecture (Hugging Face's Mllama:
+// text layers of q/k/v/o and a SwiGLU MLP, cross-attention layers at cross_attention_layers whose
+// keys and values read the image states, lm_head over the vocabulary; a vision tower of local and
+// global layers over every tile's tokens, padded to a multiple of 8, of max_num_tiles tiles per
+// image; the projector from vision_output_dim).
+TEST(Llama32Vision, FlopsFollowThePublishedArchitecture) {
+  const auto config = nlohmann::json::parse(fttest::read_file(reference_dir() + "/config.json"));
+  const auto& t = config.at("text_config");
+  const auto& v = config.at("vision_config");
+  const auto get = [](const nlohmann::json& j, const char* key) { return j.at(key).get<double>(); };
+  const double h = get(t, "hidden_size"), mlp = get(t, "intermediate_size");
+  const double kv_width = h / get(t, "num_attention_heads") * get(t, "num_key_value_heads");
+  const double cross = static_cast<double>(t.at("cross_attention_layers").size());
+  const double self = get(t, "num_hidden_layers") - cross;
+  const double per_position = 6 * (self * (2 * h * h + 2 * h * kv_width + 3 * h * mlp) +
+                                   cross * (2 * h * h + 3 * h * mlp) + get(t, "vocab_size") * h);
+  const double vh = get(v, "hidden_size"), patch = get(v, "patch_size"), tiles = get(v, "max_num_tiles");
+  const double side = get(v, "image_size") / patch, tokens = side * side + 1;
+  const double padded_tokens = tiles * (std::ceil(tokens / 8) * 8);
+  const double vision_layers = get(v, "num_hidden_layers") + get(v, "num_global_layers");
+  const double per_image = 6 * (tiles * (tokens - 1) * get(v, "num_channels") * patch * patch * vh +
+                                padded_tokens * vision_layers * (4 * vh * vh + 2 * vh * get(v, "intermediate_size"))) +
+                           12 * vision_layers * vh * padded_tokens * padded_tokens;
+  const double per_state = 6 * (get(v, "vision_output_dim") * h + cross * 2 * h * kv_width);
+
+  const ft_models::VisionLanguageModel model(tiny_config());
+  const ft_models::VisionLanguageFlops flops(*model);
+  const std::int64_t seq_len = 10;
+  EXPECT_DOUBLE_EQ(flops.per_position(seq_len), per_position + 12 * self * h * seq_len);
+  // 2 rows of 2 images (padding ones count: the encoder runs them) of 3 tiles in the batch.
+  ft::BatchImages images;
+  images.images = at::zeros({2, 2, 3, 3, 28, 28});
+  const std::int64_t states = 2 * 3 * static_cast<std::int64_t>(tokens);
+  images.encoder_mask = at::zeros({2, seq_len, states}, at::kBool);
+  EXPECT_DOUBLE_EQ(flops.of_images(images), 4 * per_image + 2 * static_cast<double>(states) * per_state +
+                                                2 * 12 * cross * h * seq_len * static_cast<double>(states));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "config_json_reader.h"
 #include "torchtune_builders.h"
 #include "vision_language_config.h"
+#include "vision_language_flops.h"
 #include "vision_language_model.h"
 
 #include <ft/config.h>
@@ -22,6 +23,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +81,7 @@ class Llama32VisionModel final : public ft::Model,
     model_->encoder->runner = runner_;
     model_->decoder->runner = runner_;
     model_->decoder->first_unit = model_->encoder->layers.size() + model_->encoder->global_layers.size();
+    flops_.emplace(*model_);
   }
 
   torch::nn::Module& module() override { return *model_; }
@@ -97,6 +100,9 @@ class Llama32VisionModel final : public ft::Model,
     in.encoder_mask = images.encoder_mask;
     return output_of(model_->hidden(in), request);
   }
+
+  double training_flops_per_position(std::int64_t seq_len) const override { return flops_->per_position(seq_len); }
+  double image_training_flops(const ft::BatchImages& images) const override { return flops_->of_images(images); }
 
   at::Tensor output_weight() override { return model_->decoder->output_weight(); }
   std::vector<ft::NamedTensor> hf_parameters() override { return mllama_hf_parameters(*model_); }
@@ -259,6 +265,7 @@ class Llama32VisionModel final : public ft::Model,
   VisionLanguageModel model_{nullptr};
   std::shared_ptr<LayerRunner> runner_ = std::make_shared<LayerRunner>();
   bool separate_embedding_ = false, separate_output_ = false;
+  std::optional<VisionLanguageFlops> flops_;  // counted once built, before any sharding
 };
 
 ft::Schema trainable_keys(ft::Schema s, const TrainableParts& defaults) {
