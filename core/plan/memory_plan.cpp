@@ -1,5 +1,7 @@
 #include "plan/memory_plan.h"
 
+#include "config/byte_size.h"
+
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
@@ -20,9 +22,11 @@ struct Held {
 };
 
 struct Unit {
-  double full = 0;   // bytes of its parameters whole (after tensor / expert parallelism)
-  double local = 0;  // this rank's (after FSDP's split)
-  double state = 0;  // its optimizer state on this rank
+  double full = 0;          // bytes of its parameters whole (after tensor / expert parallelism)
+  double local = 0;         // this rank's (after FSDP's split)
+  double trained = 0;       // the trainable share of `local`: what gradients take
+  double trained_full = 0;  // the trainable share of `full`: a whole gradient before its reduction
+  double state = 0;         // its optimizer state on this rank
   double largest_local = 0;
 };
 
@@ -45,13 +49,14 @@ class Planner {
     add(model.embedding, layout.separate_embedding, embedding_unit_);
     add(model.output, layout.separate_output, output_unit_);
     head_ = unit_of(head);
+    optional_ = unit_of(model.optional);
   }
 
   MemoryPlan plan(double runtime) const {
     MemoryPlan out;
     out.runtime = runtime;
     const double params = total(&Unit::local), state = total(&Unit::state);
-    const double grads_all = params;
+    const double grads_all = total(&Unit::trained);
     const bool host_shards = layout_.cpu_offload && run_.on_gpu && layout_.sharded;
     Held base;
     base.runtime = runtime;
@@ -104,11 +109,11 @@ class Planner {
       // strategy reduces it to this rank's share.
       backward_start.working = logits + chunk_logits;  // the gradients of what the loss kept
       const Unit& out_unit = layout_.separate_output ? output_unit_ : head_;
-      backward_start.gradients = earlier_grads + (layout_.sharded ? out_unit.full : out_unit.local);
+      backward_start.gradients = earlier_grads + (layout_.sharded ? out_unit.trained_full : out_unit.trained);
       phases.emplace_back("backward (the output projection)", backward_start);
     }
     // Backward through the layers, last first: their activations freed, their gradients made.
-    double grads_done = head_.local + embedding_unit_.local + output_unit_.local;
+    double grads_done = head_.trained + embedding_unit_.trained + output_unit_.trained;
     double kept_below = kept_by_layers;
     std::size_t worst_layer = 0;
     Held worst_backward;
@@ -120,7 +125,8 @@ class Planner {
       const double done = optimizer_in_backward() ? largest_local() : grads_done;
       layer.gradients = std::max(earlier_grads, host_shards ? 0.0 : done);
       if (layout_.sharded) {
-        layer.gathered = head_gathered + (layers_[n].full - layers_[n].local) + layers_[n].full;  // + whole gradients
+        layer.gathered =
+            head_gathered + (layers_[n].full - layers_[n].local) + layers_[n].trained_full;  // + whole gradients
         if (layout_.prefetch && n > 0) layer.gathered += layers_[n - 1].full - layers_[n - 1].local;
         if (!layout_.reshard_after_forward)
           for (std::size_t j = 0; j < n; ++j) layer.gathered += layers_[j].full - layers_[j].local;
@@ -129,7 +135,7 @@ class Planner {
         worst_backward = layer;
         worst_layer = n;
       }
-      grads_done += layers_[n].local;
+      grads_done += layers_[n].trained;
     }
     if (!layers_.empty()) phases.emplace_back(fmt::format("backward (layer {})", worst_layer), worst_backward);
     {
@@ -188,6 +194,9 @@ class Planner {
       }
       unit.full += static_cast<double>(p.numel) * element_;
       unit.local += local * element_;
+      if (!p.trainable) continue;
+      unit.trained += local * element_;
+      unit.trained_full += static_cast<double>(p.numel) * element_;
       unit.state += optimizer_.bytes(static_cast<std::int64_t>(local), static_cast<int>(element_));
       unit.largest_local = std::max(unit.largest_local, local * element_);
     }
@@ -195,7 +204,7 @@ class Planner {
   }
 
   double total(double Unit::*field) const {
-    double sum = head_.*field + embedding_unit_.*field + output_unit_.*field;
+    double sum = head_.*field + embedding_unit_.*field + output_unit_.*field + optional_.*field;
     for (const auto& unit : layers_) sum += unit.*field;
     return sum;
   }
@@ -253,6 +262,10 @@ class Planner {
     if (layout_.tensor > 1) split += fmt::format(", tensor-parallel slices of {}", layout_.tensor);
     if (layout_.expert > 1) split += fmt::format(", experts split {} ways", layout_.expert);
     if (layout_.sharded) split += fmt::format(", sharded over {} ranks", layout_.shard);
+    if (optional_.local > 0)
+      split +=
+          fmt::format(", {} of them in units only some batches use (a vision tower: its activations are not counted)",
+                      format_bytes(optional_.local));
     return dtype_name(run_.dtype) + split;
   }
 
@@ -272,6 +285,7 @@ class Planner {
   double element_ = 4, tokens_ = 0;
   std::vector<Unit> layers_;
   Unit head_, embedding_unit_, output_unit_;
+  Unit optional_;  // every optional unit's parameters: held, not gathered by the plan's phases
 };
 
 }  // namespace

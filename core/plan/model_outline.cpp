@@ -5,6 +5,7 @@
 #include <ft/errors.h>
 #include <ft/model.h>
 #include <ft/model_expert_parallelism.h>
+#include <ft/model_sharding.h>
 #include <ft/model_tensor_parallelism.h>
 #include <ft/nn/decoder_model.h>
 #include <ft/nn/feed_forward.h>
@@ -12,6 +13,8 @@
 #include <ft/tensor_parallel.h>
 
 #include <torch/nn/module.h>
+
+#include <unordered_set>
 
 namespace fthost {
 
@@ -25,7 +28,7 @@ std::vector<PlannedParameter> shapes_of(const torch::nn::Module& module, const s
     const at::Tensor& p = parameters[i];
     bool expert = false;
     for (const auto& e : experts) expert = expert || e.is_same(p);
-    shapes.push_back({prefix + std::to_string(i), p.numel(), p.dim() > 0 ? p.size(0) : 1, expert});
+    shapes.push_back({prefix + std::to_string(i), p.numel(), p.dim() > 0 ? p.size(0) : 1, expert, p.requires_grad()});
   }
   return shapes;
 }
@@ -108,6 +111,27 @@ ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& r
   out.local_vocab = decoder.output_weight().size(0);
   if (decoder.output.defined()) out.output.push_back({"output.weight", decoder.output.numel(), decoder.output.size(0)});
   out.other = shapes_of(*decoder.norm, "norm.");
+  // Everything else the model holds: its optional units' parameters apart, the rest with the root.
+  std::unordered_set<const void*> counted;
+  for (const auto& layer : decoder.layers)
+    for (const auto& p : layer->parameters()) counted.insert(p.unsafeGetTensorImpl());
+  for (const auto& p : decoder.norm->parameters()) counted.insert(p.unsafeGetTensorImpl());
+  counted.insert(decoder.tok_embeddings.unsafeGetTensorImpl());
+  if (decoder.output.defined()) counted.insert(decoder.output.unsafeGetTensorImpl());
+  const auto shape_of = [](const at::Tensor& p, std::string name) {
+    return PlannedParameter{std::move(name), p.numel(), p.dim() > 0 ? p.size(0) : 1, false, p.requires_grad()};
+  };
+  if (auto* sharding = ft::role_of<ft::ModelSharding>(*model))
+    for (const auto& unit : sharding->sharding_units()) {
+      if (!unit.optional) continue;
+      for (std::size_t i = 0; i < unit.parameters.size(); ++i)
+        if (counted.insert(unit.parameters[i].unsafeGetTensorImpl()).second)
+          out.optional.push_back(shape_of(unit.parameters[i], unit.name + "." + std::to_string(i)));
+    }
+  const std::vector<at::Tensor> all = model->module().parameters();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (counted.insert(all[i].unsafeGetTensorImpl()).second)
+      out.other.push_back(shape_of(all[i], "parameter." + std::to_string(i)));
   return out;
 }
 

@@ -24,6 +24,9 @@ struct PlannedParameter {
   // One of a mixture of experts' expert weights: under expert parallelism FSDP shards it only
   // over the ranks holding the same experts (shard ranks / expert_parallel_dim).
   bool expert = false;
+  // Frozen (requires_grad false, e.g. a vision encoder under encoder_trainable false): no
+  // gradient and no optimizer state.
+  bool trainable = true;
 };
 
 // One transformer layer's widths on this rank, what its saved activations scale with.
@@ -50,6 +53,10 @@ struct ModelOutline {
   std::vector<LayerOutline> layers;
   // The rest: embedding, final norm, output projection (when untied).
   std::vector<PlannedParameter> embedding, output, other;
+  // The parameters of sharding units some forwards skip (ft::ShardingUnit::optional: Llama 4's
+  // vision tower and projector): held, with their gradients and optimizer state, but gathered
+  // only for batches with images, whose activations the plan does not count.
+  std::vector<PlannedParameter> optional;
   std::int64_t vocab_size = 0;   // the whole vocabulary
   std::int64_t local_vocab = 0;  // the logits' columns on this rank (loss parallel: a slice)
   std::int64_t embed_dim = 0;

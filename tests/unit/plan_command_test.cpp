@@ -71,6 +71,25 @@ TEST(PlanCommand, ExpertsSplitByExpertParallelismAreShardedOnlyOverTheRanksHoldi
   EXPECT_NEAR(plan["memory"]["parameters_bytes"].get<double>(), expected, expected * 1e-4);
 }
 
+// Llama 4 Scout with its vision tower (torchtune's scout YAML, images possible): the tower is held
+// (sharded) beside the decoder, and its frozen encoder (encoder_trainable false) has no optimizer
+// state. The encoder's size from Meta's published vision_config: 34 layers of width 1408, MLP
+// 5632, 336-pixel tiles of 14-pixel patches.
+TEST(PlanCommand, LlamaFoursFrozenVisionEncoderIsHeldWithoutOptimizerState) {
+  const double d = 1408, mlp = 5632, positions = 24 * 24 + 1;
+  const double layer = 4 * d * d + 4 * d + d * mlp + mlp + mlp * d + d + 4 * d;
+  const double encoder = 34 * layer + 3 * 14 * 14 * d + d + positions * d + 4 * d;
+  // Without the YAML's CPU offload it does not fit 8 H100s (exit 1); the shares are planned alike.
+  const auto plan = plan_json(
+      "--config llama4/scout_17B_16E_full --nproc-per-node 8 --device h100 --seq-len 2048 fsdp_cpu_offload=false", 1);
+  ASSERT_EQ(plan["layout"]["shard"], 4);  // tensor_parallel_dim 2: the tower is whole on both, then sharded 4 ways
+  const double parameters = plan["memory"]["parameters_bytes"].get<double>();
+  const double frozen = encoder * 2 / 4;  // bf16
+  // AdamW's two bf16 moments for every parameter but the frozen encoder's (FSDP's row padding: a
+  // few KB).
+  EXPECT_NEAR(plan["memory"]["optimizer_state_bytes"].get<double>(), 2 * (parameters - frozen), 1e6);
+}
+
 TEST(PlanCommand, ADeviceTooSmallListsChangesThatFitAndEachOneDoes) {
   const std::string config = "--config llama3/8B_full --device a10g --seq-len 2048";
   const auto plan = plan_json(config, 1);
