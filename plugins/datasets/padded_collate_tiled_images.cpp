@@ -19,7 +19,7 @@ namespace {
 
 class PaddedCollateTiledImages final : public ft::Collate {
  public:
-  explicit PaddedCollateTiledImages(ft_images::TiledImagesCollateSettings settings) : settings_(std::move(settings)) {}
+  explicit PaddedCollateTiledImages(const ft_images::TiledImagesCollateSettings& settings) : settings_(settings) {}
 
   ft::Batch collate(const std::vector<ft::Sample>& samples) const override {
     std::vector<ft_images::TiledImagesSample> tiled;
@@ -87,7 +87,7 @@ void register_padded_collate_tiled_images(ft::Registry& reg) {
             cfg.fail(key, "must be positive, got " + std::to_string(*n));
         settings.pad_max_tiles = cfg.get_optional<std::int64_t>("pad_max_tiles");
         settings.pad_max_images = cfg.get_optional<std::int64_t>("pad_max_images");
-        return std::make_unique<PaddedCollateTiledImages>(std::move(settings));
+        return std::make_unique<PaddedCollateTiledImages>(settings);
       });
 }
 

@@ -169,7 +169,7 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     at::NoGradGuard no_grad;
     at::Tensor flat = at::zeros({total_numel(params)}, params[0].options().requires_grad(false));
     std::int64_t offset = 0;
-    for (auto p : params) {
+    for (const auto& p : params) {
       if (p.grad().defined()) flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
       p.mutable_grad() = at::Tensor();  // the bucket holds it now
       offset += p.numel();
@@ -187,7 +187,7 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     bucket.work->wait();
     at::NoGradGuard no_grad;
     std::int64_t offset = 0;
-    for (auto p : bucket.parameters) {
+    for (const auto& p : bucket.parameters) {
       p.mutable_grad() = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
       offset += p.numel();
     }
