@@ -5,6 +5,7 @@
 // (torchtune's or transformers' model code; the ctest fixture `family_goldens`).
 #pragma once
 
+#include "jsonl.h"
 #include "test_helpers.h"
 
 #include <nlohmann/json.hpp>
@@ -76,13 +77,7 @@ inline std::string checkpointer_model_type(const std::string& hf_model_type) {
   return types.at(hf_model_type);
 }
 
-inline std::vector<json> read_jsonl(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(json::parse(line));
-  return rows;
-}
+using fttest::read_jsonl;
 
 // Every golden case with each loss the recipe is checked under.
 struct GoldenCase {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "build_tree.h"
+#include "jsonl.h"
 #include "published_tokenizers.h"
 #include "safetensors.h"
 #include "test_helpers.h"
@@ -60,17 +61,9 @@ std::string run_config(const std::string& out, int batch_size) {
          out + "/logs\"\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n";
 }
 
-std::vector<json> lines_of(const std::string& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
-
 void expect_golden_trajectory(const std::string& out) {
-  const auto expected = lines_of(golden_dir() + "/expected.jsonl");
-  const auto logged = lines_of(out + "/logs/metrics.jsonl");
+  const auto expected = fttest::read_jsonl(golden_dir() + "/expected.jsonl");
+  const auto logged = fttest::read_jsonl(out + "/logs/metrics.jsonl");
   ASSERT_EQ(expected.size(), 4U);
   ASSERT_EQ(logged.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "build_tree.h"
+#include "jsonl.h"
 #include "published_tokenizers.h"
 #include "safetensors.h"
 #include "test_helpers.h"
@@ -23,14 +24,6 @@
 namespace {
 
 using ft_checkpointers::SafetensorsFile;
-
-std::vector<nlohmann::json> lines_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<nlohmann::json> out;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 std::string model_dir() { return fttest::build_tree("vision_references/llama4_trainable"); }
 
@@ -68,7 +61,7 @@ TEST(Llama4VisionTraining, TorchtunesScoutYamlTrainsTheTinyModelOnImages) {
   const auto r = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(dir + "/run") + on_images() +
                                     " seed=0 epochs=1 max_steps_per_epoch=2 batch_size=1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
+  const auto logged = fttest::read_jsonl(dir + "/run/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), 2U) << r.output;
   for (const auto& step : logged) EXPECT_TRUE(std::isfinite(step.at("loss").get<double>())) << step.dump();
   const SafetensorsFile trained(dir + "/run/epoch_0/model.safetensors");
@@ -192,7 +185,7 @@ TEST(Llama4VisionTraining, TorchtunesMaverickYamlTrainsOnImagesOverEightTensorPa
       on_images() + " seed=0 epochs=1 max_steps_per_epoch=2 batch_size=1 num_threads=1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 data-parallel x 8 tensor-parallel ranks"), std::string::npos) << r.output;
-  const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
+  const auto logged = fttest::read_jsonl(dir + "/run/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), 2U) << r.output;
   for (const auto& step : logged) EXPECT_TRUE(std::isfinite(step.at("loss").get<double>())) << step.dump();
   const SafetensorsFile trained(dir + "/run/epoch_0/model.safetensors");

@@ -23,6 +23,7 @@
 
 #include "build_tree.h"
 #include "builtin_plugins.h"
+#include "jsonl.h"
 #include "safetensors.h"
 #include "test_helpers.h"
 
@@ -69,17 +70,9 @@ std::string run_config(const std::string& out, int batch_size) {
          out + "/logs\"\nfilename = \"metrics.jsonl\"\noutput_fmt = \"jsonl\"\n";
 }
 
-std::vector<json> lines_of(const std::string& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
-
 void expect_golden_trajectory(const std::string& out) {
-  const auto expected = lines_of(golden_dir() + "/expected.jsonl");
-  const auto logged = lines_of(out + "/logs/metrics.jsonl");
+  const auto expected = fttest::read_jsonl(golden_dir() + "/expected.jsonl");
+  const auto logged = fttest::read_jsonl(out + "/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE("step " + std::to_string(i + 1));
@@ -159,7 +152,7 @@ TEST(VisionGolden, TorchtunesElevenBillionYamlTrainsTheTinyModel) {
       "metric_logger.filename=metrics.jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("activation checkpointing: 8 of 8 layers"), std::string::npos) << r.output;
-  const auto logged = lines_of(dir + "/run/logs/metrics.jsonl");
+  const auto logged = fttest::read_jsonl(dir + "/run/logs/metrics.jsonl");
   ASSERT_EQ(logged.size(), 1U) << r.output;
   EXPECT_TRUE(std::isfinite(logged[0].at("loss").get<double>())) << r.output;
   const SafetensorsFile trained(dir + "/run/epoch_0/model.safetensors");
