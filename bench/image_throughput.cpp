@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     std::atomic<std::int64_t> tiles{0};
     const auto work = [&] {
       for (std::size_t i = next++; i < files.size(); i = next++) {
-        const auto tiled = transform(ft_images::read_image_file(files[i]));
+        const auto tiled = transform(ft_images::read_image_file(files[i], ft_images::ExifOrientation::ignore));
         tiles += tiled.tiles.size(0);
       }
     };

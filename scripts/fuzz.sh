@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz) into ./build-fuzz with clang, ASan and UBSan, then
 # fuzzes each for FUZZ_SECONDS (default 60) starting from its seed corpus in tests/fuzz/corpus/.
 #   bash scripts/fuzz.sh [target...]      targets: config yaml_config safetensors tokenizer_json
-#                                         (default: all)
+#                                         image_orientation (default: all)
 # New inputs go to build-fuzz/corpus/<target>/, crashes to build-fuzz/artifacts/<target>/. A crash
 # becomes a regression test by copying its input into tests/fuzz/corpus/<target>/: ctest replays
 # that directory in every build (test fuzz_corpus.<target>).
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${FTHOST_JOBS:-2}"
 targets=("$@")
-((${#targets[@]})) || targets=(config yaml_config safetensors tokenizer_json)
+((${#targets[@]})) || targets=(config yaml_config safetensors tokenizer_json image_orientation)
 cxx="${FTHOST_FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}"
 read -r -a extra_args <<< "${FTHOST_CMAKE_ARGS:-}"
 

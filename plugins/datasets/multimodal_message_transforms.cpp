@@ -20,9 +20,13 @@ std::string text_of(const json& value, const std::string& where) {
 }
 
 // An image as a record holds it: a path (string), or Hugging Face's Image feature {"bytes":
-// ..., "path": ...} whose bytes, when present, are the file itself.
+// ..., "path": ...} whose bytes, when present, are the file itself. torchtune's data path
+// transposes the feature's images by their EXIF orientation (`datasets` decodes them:
+// Image.decode_example calls exif_transpose, from the bytes or the path) and not a path given as
+// text (its load_image is PIL.Image.open).
 ImageSource image_of(const json& value, const ImageLocation& location, std::size_t index, const std::string& where) {
   ImageSource image;
+  if (value.is_object()) image.orientation = ft_images::ExifOrientation::apply;
   if (value.is_object() && value.contains("bytes") && value["bytes"].is_binary()) {
     const auto& bytes = value["bytes"].get_binary();
     image.bytes.assign(bytes.begin(), bytes.end());

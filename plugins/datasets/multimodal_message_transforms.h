@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "image_decoding.h"
+
 namespace ft_ds {
 
 // One image of a record: a file, or the encoded bytes a Parquet / Arrow record holds
@@ -20,6 +22,10 @@ struct ImageSource {
   std::string path;                 // empty when the bytes are given
   std::vector<std::uint8_t> bytes;  // the encoded file
   std::string name;                 // for errors: the path, or the record's name for the image
+  // An image in the Image feature's layout ({"bytes", "path"}) is one `datasets` decodes, applying
+  // its EXIF orientation; a path given as text is one torchtune opens with load_image, which
+  // does not.
+  ft_images::ExifOrientation orientation = ft_images::ExifOrientation::ignore;
 };
 
 struct MultimodalRecord {

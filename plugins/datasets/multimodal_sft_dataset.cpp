@@ -110,8 +110,8 @@ ft::Sample MultimodalSftDataset::get(std::size_t index) const {
       pixels = source.path.empty()
                    ? ft_images::decode_image(
                          std::string_view(reinterpret_cast<const char*>(source.bytes.data()), source.bytes.size()),
-                         source.name)
-                   : ft_images::read_image_file(source.path);
+                         source.name, source.orientation)
+                   : ft_images::read_image_file(source.path, source.orientation);
     } catch (const ft::Error& e) {
       throw ft::Error(sample + ": " + e.what());
     }

@@ -41,7 +41,7 @@ TEST(ImageDecoding, EveryPixelAsPillowConvertsItToRgb) {
     const std::string name = record.name.substr(prefix.size());
     SCOPED_TRACE(name);
     const at::Tensor expected = references().tensor(record);
-    const at::Tensor decoded = ft_images::read_image_file(image_path(name));
+    const at::Tensor decoded = ft_images::read_image_file(image_path(name), ft_images::ExifOrientation::ignore);
     ASSERT_EQ(decoded.sizes(), expected.sizes());
     const at::Tensor differs = decoded.ne(expected);
     EXPECT_EQ(differs.sum().item<std::int64_t>(), 0)
@@ -53,7 +53,8 @@ TEST(ImageDecoding, EveryPixelAsPillowConvertsItToRgb) {
 
 TEST(ImageDecoding, TheFormatIsToldByTheBytesNotTheName) {
   const std::string png = fttest::read_file(image_path("rgb_300x200.png"));
-  EXPECT_TRUE(ft_images::decode_image(png, "named.jpg").equal(references().tensor("decoded.rgb_300x200.png")));
+  EXPECT_TRUE(ft_images::decode_image(png, "named.jpg", ft_images::ExifOrientation::ignore)
+                  .equal(references().tensor("decoded.rgb_300x200.png")));
   EXPECT_EQ(ft_images::sniff_image_format(fttest::read_file(image_path("gray_97x61.jpg")), "x"),
             ft_images::ImageFormat::jpeg);
   EXPECT_EQ(ft_images::sniff_image_format(fttest::read_file(image_path("rgb_300x200_lossy.webp")), "x"),
@@ -62,7 +63,7 @@ TEST(ImageDecoding, TheFormatIsToldByTheBytesNotTheName) {
 
 TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   const auto refusal = [](const std::string& bytes, const std::string& source) {
-    return error_of<ft::Error>([&] { ft_images::decode_image(bytes, source); });
+    return error_of<ft::Error>([&] { ft_images::decode_image(bytes, source, ft_images::ExifOrientation::ignore); });
   };
   for (const std::string name : {"rgb_300x200.jpg", "rgb_300x200_progressive.jpg", "rgb_300x200.png",
                                  "rgb_300x200_lossy.webp", "rgb_300x200_lossless.webp"}) {
@@ -81,15 +82,20 @@ TEST(ImageDecoding, BadImagesAreRefusedNamingTheSourceAndTheProblem) {
   corrupt[60] = static_cast<char>(corrupt[60] ^ 0x55);  // inside IDAT: its CRC no longer matches
   EXPECT_NE(refusal(corrupt, "crc.png").find("crc.png: unreadable PNG"), std::string::npos);
 
-  const std::string cmyk = error_of<ft::Error>([] { ft_images::read_image_file(image_path("cmyk.jpg")); });
+  const std::string cmyk = error_of<ft::Error>(
+      [] { ft_images::read_image_file(image_path("cmyk.jpg"), ft_images::ExifOrientation::ignore); });
   EXPECT_NE(cmyk.find("cmyk.jpg: a CMYK JPEG"), std::string::npos) << cmyk;
-  const std::string gray16 = error_of<ft::Error>([] { ft_images::read_image_file(image_path("gray16.png")); });
+  const std::string gray16 = error_of<ft::Error>(
+      [] { ft_images::read_image_file(image_path("gray16.png"), ft_images::ExifOrientation::ignore); });
   EXPECT_NE(gray16.find("gray16.png: a 16-bit grayscale PNG"), std::string::npos) << gray16;
-  const std::string animated = error_of<ft::Error>([] { ft_images::read_image_file(image_path("animated.webp")); });
+  const std::string animated = error_of<ft::Error>(
+      [] { ft_images::read_image_file(image_path("animated.webp"), ft_images::ExifOrientation::ignore); });
   EXPECT_NE(animated.find("animated.webp: an animated WebP"), std::string::npos) << animated;
-  const std::string bomb = error_of<ft::Error>([] { ft_images::read_image_file(image_path("bomb.png")); });
+  const std::string bomb = error_of<ft::Error>(
+      [] { ft_images::read_image_file(image_path("bomb.png"), ft_images::ExifOrientation::ignore); });
   EXPECT_NE(bomb.find("bomb.png: 20000 x 20000 pixels, more than 178956970"), std::string::npos) << bomb;
-  const std::string missing = error_of<ft::Error>([] { ft_images::read_image_file(image_path("missing.png")); });
+  const std::string missing = error_of<ft::Error>(
+      [] { ft_images::read_image_file(image_path("missing.png"), ft_images::ExifOrientation::ignore); });
   EXPECT_NE(missing.find("missing.png: cannot open the image"), std::string::npos) << missing;
 }
 
@@ -136,7 +142,8 @@ TEST(TiledImageTransform, TilesBitForBitAsTorchtunesClipImageTransform) {
     settings.std = c.at("std").get<std::vector<double>>();
     settings.dtype = c.at("dtype").get<std::string>() == "bfloat16" ? at::kBFloat16 : at::kFloat;
     const ft_images::TiledImageTransform transform(settings);
-    const auto image = ft_images::read_image_file(image_path(c.at("image").get<std::string>()));
+    const auto image =
+        ft_images::read_image_file(image_path(c.at("image").get<std::string>()), ft_images::ExifOrientation::ignore);
     const ft_images::TiledImage tiled = transform(image);
     const at::Tensor expected = references().tensor("tiles." + name);
     ASSERT_EQ(tiled.tiles.sizes(), expected.sizes());

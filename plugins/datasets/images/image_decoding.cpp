@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 // jpeglib.h needs FILE and size_t declared first.
@@ -18,6 +19,8 @@
 #include <jpeglib.h>
 #include <png.h>
 #include <webp/decode.h>
+
+#include "exif_orientation.h"
 
 namespace ft_images {
 namespace {
@@ -68,11 +71,18 @@ struct JpegReader {
   bool created;
 };
 
-bool jpeg_read_header_guarded(JpegReader* reader, const unsigned char* data, unsigned long size) {
+bool jpeg_read_header_guarded(JpegReader* reader, const unsigned char* data, unsigned long size,
+                              bool keep_app_segments) {
   if (setjmp(reader->error.jump)) return false;
   jpeg_create_decompress(&reader->info);
   reader->created = true;
   jpeg_mem_src(&reader->info, data, size);
+  if (keep_app_segments) {
+    // For the EXIF orientation: JFIF's density (APP0), EXIF and XMP (APP1), whole (at most 65533
+    // bytes each); libjpeg keeps those it reads before the first scan in reader->info.marker_list.
+    jpeg_save_markers(&reader->info, JPEG_APP0, 0xffff);
+    jpeg_save_markers(&reader->info, JPEG_APP0 + 1, 0xffff);
+  }
   jpeg_read_header(&reader->info, TRUE);
   return true;
 }
@@ -91,20 +101,54 @@ bool jpeg_decode_guarded(JpegReader* reader, unsigned char* pixels, std::size_t 
   return true;
 }
 
-at::Tensor decode_jpeg(std::string_view bytes, const std::string& source) {
+[[noreturn]] void refuse_orientation(const std::string& source, const std::string& why) {
+  refuse(source, "EXIF orientation unreadable: " + why +
+                     "; datasets raises decoding such an image (Pillow reads its orientation), so torchtune could "
+                     "not load it either: strip or repair the image's metadata");
+}
+
+int orientation_or_refuse(const exif::Metadata& metadata, const std::string& source) {
+  const exif::Reading reading = exif::orientation_of(metadata);
+  if (!reading.error.empty()) refuse_orientation(source, reading.error);
+  return reading.orientation;
+}
+
+// The JPEG's orientation from the APP0 / APP1 segments libjpeg kept while reading its header.
+int jpeg_orientation(const jpeg_decompress_struct& info, const std::string& source) {
+  std::vector<std::pair<int, std::string_view>> segments;
+  for (jpeg_saved_marker_ptr m = info.marker_list; m != nullptr; m = m->next)
+    segments.emplace_back(m->marker, std::string_view(reinterpret_cast<const char*>(m->data), m->data_length));
+  return orientation_or_refuse(exif::jpeg_metadata(segments), source);
+}
+
+struct JpegDecoder {
   JpegReader reader{};
-  reader.info.err = jpeg_std_error(&reader.error.manager);
-  reader.error.manager.error_exit = jpeg_error_exit;
-  reader.error.manager.emit_message = jpeg_emit_message;
-  struct Destroy {
-    JpegReader& reader;
-    ~Destroy() {
-      if (reader.created) jpeg_destroy_decompress(&reader.info);
-    }
-  } destroy{reader};
-  const auto unreadable = [&] { refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")"); };
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (!jpeg_read_header_guarded(&reader, data, bytes.size())) unreadable();
+  JpegDecoder() {
+    reader.info.err = jpeg_std_error(&reader.error.manager);
+    reader.error.manager.error_exit = jpeg_error_exit;
+    reader.error.manager.emit_message = jpeg_emit_message;
+  }
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+  ~JpegDecoder() {
+    if (reader.created) jpeg_destroy_decompress(&reader.info);
+  }
+  [[noreturn]] void unreadable(const std::string& source) const {
+    refuse(source, std::string("unreadable JPEG (") + reader.error.message + ")");
+  }
+  void read_header(std::string_view bytes, const std::string& source, bool keep_app_segments) {
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    if (!jpeg_read_header_guarded(&reader, data, bytes.size(), keep_app_segments)) unreadable(source);
+    if (reader.error.truncated) refuse(source, "truncated JPEG (the file ends before the image does)");
+  }
+};
+
+at::Tensor decode_jpeg(std::string_view bytes, const std::string& source, ExifOrientation orientation) {
+  JpegDecoder decoder;
+  JpegReader& reader = decoder.reader;
+  const bool apply = orientation == ExifOrientation::apply;
+  decoder.read_header(bytes, source, apply);
+  const int transpose = apply ? jpeg_orientation(reader.info, source) : 1;
   const J_COLOR_SPACE colors = reader.info.jpeg_color_space;
   if (colors == JCS_CMYK || colors == JCS_YCCK)
     refuse(source,
@@ -113,9 +157,10 @@ at::Tensor decode_jpeg(std::string_view bytes, const std::string& source) {
   const auto height = static_cast<std::int64_t>(reader.info.image_height);
   const auto width = static_cast<std::int64_t>(reader.info.image_width);
   at::Tensor image = empty_rgb(height, width, source);
-  if (!jpeg_decode_guarded(&reader, image.data_ptr<std::uint8_t>(), static_cast<std::size_t>(width) * 3)) unreadable();
+  if (!jpeg_decode_guarded(&reader, image.data_ptr<std::uint8_t>(), static_cast<std::size_t>(width) * 3))
+    decoder.unreadable(source);
   if (reader.error.truncated) refuse(source, "truncated JPEG (the file ends before the image does)");
-  return image;
+  return exif::transposed(image, transpose);
 }
 
 struct PngInput {
@@ -260,16 +305,36 @@ ImageFormat sniff_image_format(std::string_view bytes, const std::string& source
   refuse(source, "not a JPEG, PNG or WebP image (fthost reads those three; the first bytes are none of them)");
 }
 
-at::Tensor decode_image(std::string_view bytes, const std::string& source) {
+at::Tensor decode_image(std::string_view bytes, const std::string& source, ExifOrientation orientation) {
+  const bool apply = orientation == ExifOrientation::apply;
   switch (sniff_image_format(bytes, source)) {
-    case ImageFormat::jpeg: return decode_jpeg(bytes, source);
-    case ImageFormat::png: return decode_png(bytes, source);
-    case ImageFormat::webp: return decode_webp(bytes, source);
+    case ImageFormat::jpeg: return decode_jpeg(bytes, source, orientation);
+    case ImageFormat::png: {
+      at::Tensor image = decode_png(bytes, source);
+      return apply ? exif::transposed(image, orientation_or_refuse(exif::png_metadata(bytes), source)) : image;
+    }
+    case ImageFormat::webp: {
+      at::Tensor image = decode_webp(bytes, source);
+      return apply ? exif::transposed(image, orientation_or_refuse(exif::webp_metadata(bytes), source)) : image;
+    }
   }
   refuse(source, "unknown image format");
 }
 
-at::Tensor read_image_file(const std::string& path) {
+int exif_orientation(std::string_view bytes, const std::string& source) {
+  switch (sniff_image_format(bytes, source)) {
+    case ImageFormat::jpeg: {
+      JpegDecoder decoder;
+      decoder.read_header(bytes, source, true);
+      return jpeg_orientation(decoder.reader.info, source);
+    }
+    case ImageFormat::png: return orientation_or_refuse(exif::png_metadata(bytes), source);
+    case ImageFormat::webp: return orientation_or_refuse(exif::webp_metadata(bytes), source);
+  }
+  refuse(source, "unknown image format");
+}
+
+at::Tensor read_image_file(const std::string& path, ExifOrientation orientation) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;  // before the message allocates
@@ -280,7 +345,7 @@ at::Tensor read_image_file(const std::string& path) {
     const int err = errno;
     refuse(path, "cannot read the image: " + ft::errno_text(err));
   }
-  return decode_image(bytes, path);
+  return decode_image(bytes, path, orientation);
 }
 
 }  // namespace ft_images
