@@ -73,6 +73,8 @@ import subprocess
 import sys
 import time
 
+from recipe_step_runs import STEP_DISK_LOGGER, RunFailed, launch, read_disk_log, summarise, tail, thread_env
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FTHOST = ROOT / "build" / "bin" / "fthost"
 SYSTEM_PYTHON = str(ROOT / ".venv" / "bin" / "python")  # torch 2.13, torchtune 0.6.1, transformers
@@ -112,20 +114,6 @@ def shape(a) -> dict:
              output_dim=v["hidden"] * (1 + len(indices)))
     t.update(vocab=VOCAB, layers=a.text_layers, cross=[a.text_layers - 1])  # HF index: before the last self layer
     return {"tiny": a.tiny, "vision": v, "text": t, "batch_size": a.batch_size, "steps": a.steps}
-
-
-def thread_env(threads: int, pythonpath: str = "") -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE", MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_DATASETS_DISABLE_PROGRESS_BARS="1", TRANSFORMERS_VERBOSITY="error")
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
-def tail(text: str, lines: int = 25) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,28 +244,7 @@ def deep_fusion(encoder, decoder, decoder_trainable, encoder_trainable, fusion_t
                            fusion_trainable=fusion_trainable)
 
 
-def _peak_rss_gib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024 / 2**30
-    return 0.0
-
-
-class StepDiskLogger(DiskLogger):
-    """DiskLogger, plus the recipe's `time_per_step` and `num_tokens` (locals of its train(), from
-    which it computes tokens_per_second_per_gpu) and the process's peak RSS so far; every value a
-    plain float (the recipe hands over 0-d tensors)."""
-
-    def log_dict(self, payload, step):
-        caller = sys._getframe(1).f_locals
-        if "time_per_step" not in caller or "num_tokens" not in caller:
-            raise RuntimeError("the recipe's train() has no time_per_step / num_tokens: another torchtune version?")
-        row = {k: float(v) for k, v in payload.items()}
-        row.update(step_seconds=float(caller["time_per_step"]), num_tokens=float(caller["num_tokens"]),
-                   peak_memory_rss=_peak_rss_gib())
-        super().log_dict(row, step)
-'''
+''' + STEP_DISK_LOGGER
 
 TORCHTUNE_LAUNCHER = '''import importlib.util, pathlib, runpy, sys
 import torchtune.training
@@ -329,19 +296,6 @@ def torchtune_config(s: dict, work: pathlib.Path, out: pathlib.Path) -> dict:
                           "filename": "metrics.txt"},
         "profiler": {"_component_": "torchtune.training.setup_torch_profiler", "enabled": False},
     }
-
-
-def read_disk_log(path: pathlib.Path) -> list:
-    """DiskLogger's lines, "Step N | key:value key:value ..."."""
-    rows = []
-    for line in path.read_text().splitlines():
-        if " | " not in line:
-            continue
-        head, body = line.split(" | ", 1)
-        row = {"step": int(head.split()[1])}
-        row.update({k: float(v) for k, v in (kv.split(":", 1) for kv in body.split())})
-        rows.append(row)
-    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,34 +364,6 @@ output_fmt = "jsonl"
 # --------------------------------------------------------------------------------------------
 # One run
 # --------------------------------------------------------------------------------------------
-class RunFailed(Exception):
-    pass
-
-
-def launch(command: list, env: dict, log: pathlib.Path) -> dict:
-    """Runs to the end; the whole run's wall time and peak RSS (wait4: its largest process)."""
-    start = time.perf_counter()
-    with log.open("w") as f:
-        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except BaseException:
-            proc.kill()
-            raise
-    proc.returncode = code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise RunFailed(f"exit {code} ({log}):\n{tail(log.read_text(errors='replace'))}")
-    return {"wall_s": time.perf_counter() - start, "peak_rss_gib": usage.ru_maxrss / 2**20}
-
-
-def summarise(rows: list, run: dict) -> dict:
-    if not rows:
-        raise RunFailed("no steps logged")
-    run.update(seconds=[r["step_seconds"] for r in rows], tokens=[int(r["num_tokens"]) for r in rows],
-               losses=[r["loss"] for r in rows])
-    return run
-
-
 def run_torchtune(s: dict, work: pathlib.Path, threads: int, index: int) -> dict:
     out = work / f"torchtune-{index}"
     shutil.rmtree(out, ignore_errors=True)
