@@ -15,10 +15,15 @@
 #include <torch/nn/module.h>
 
 #include <unordered_set>
+#include <utility>
 
 namespace fthost {
 
 namespace {
+
+PlannedParameter shape_of(const at::Tensor& p, std::string name, bool expert = false) {
+  return {std::move(name), p.numel(), p.dim() > 0 ? p.size(0) : 1, expert, p.requires_grad()};
+}
 
 std::vector<PlannedParameter> shapes_of(const torch::nn::Module& module, const std::string& prefix,
                                         const std::vector<at::Tensor>& experts = {}) {
@@ -28,7 +33,7 @@ std::vector<PlannedParameter> shapes_of(const torch::nn::Module& module, const s
     const at::Tensor& p = parameters[i];
     bool expert = false;
     for (const auto& e : experts) expert = expert || e.is_same(p);
-    shapes.push_back({prefix + std::to_string(i), p.numel(), p.dim() > 0 ? p.size(0) : 1, expert, p.requires_grad()});
+    shapes.push_back(shape_of(p, prefix + std::to_string(i), expert));
   }
   return shapes;
 }
@@ -118,9 +123,6 @@ ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& r
   for (const auto& p : decoder.norm->parameters()) counted.insert(p.unsafeGetTensorImpl());
   counted.insert(decoder.tok_embeddings.unsafeGetTensorImpl());
   if (decoder.output.defined()) counted.insert(decoder.output.unsafeGetTensorImpl());
-  const auto shape_of = [](const at::Tensor& p, std::string name) {
-    return PlannedParameter{std::move(name), p.numel(), p.dim() > 0 ? p.size(0) : 1, false, p.requires_grad()};
-  };
   if (auto* sharding = ft::role_of<ft::ModelSharding>(*model))
     for (const auto& unit : sharding->sharding_units()) {
       if (!unit.optional) continue;

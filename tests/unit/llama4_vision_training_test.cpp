@@ -85,6 +85,20 @@ TEST(Llama4VisionTraining, TorchtunesScoutYamlTrainsTheTinyModelOnImages) {
     EXPECT_FALSE(trained.tensor(trained_name).equal(initial.tensor(trained_name).to(at::kBFloat16))) << trained_name;
 }
 
+// Each named tensor trained (moved from the checkpoint) and equal to the one-rank run's. Two AdamW
+// steps of lr 2e-5 move each weight by about 4e-5; a lost gradient leaves only the weight decay's
+// 1e-7 or so. Summation order differs by ranks: 2e-8 here.
+void expect_trained_as_one_rank(const SafetensorsFile& one_rank, const SafetensorsFile& two_ranks,
+                                const std::vector<const char*>& names) {
+  const SafetensorsFile initial(model_dir() + "/model.safetensors");
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const at::Tensor before = initial.tensor(name), expected = one_rank.tensor(name), mine = two_ranks.tensor(name);
+    EXPECT_GT((expected - before).abs().max().item<double>(), 3e-5);
+    EXPECT_LE((mine - expected).abs().max().item<double>(), 1e-7);
+  }
+}
+
 // Two ranks train as one: DDP ranks of one sample each (the vision tower's gradients are complete
 // only when the whole backward is, since it runs before the decoder) and the YAML's tensor
 // parallelism over both samples (the vision tower whole on both ranks, the decoder split).
@@ -94,24 +108,16 @@ TEST(Llama4VisionTraining, TwoRanksTrainTheFusionParametersAsOneRank) {
                                       " batch_size=2 tensor_parallel_dim=1 '~tensor_parallel_plan'");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const SafetensorsFile one_rank(dir + "/one/epoch_0/model.safetensors");
-  const SafetensorsFile initial(model_dir() + "/model.safetensors");
   for (const auto& [layout, options] : {std::pair<std::string, std::string>{"ddp", std::string(kDdp) + " batch_size=1"},
                                         {"tp2", " batch_size=2 fsdp_cpu_offload=false"}}) {
     SCOPED_TRACE(layout);
     const auto two = fttest::run_fthost("--nproc-per-node 2 " + scout_on_tiny_model(dir + "/" + layout) + on_images() +
                                         kComparable + options);
     ASSERT_EQ(two.exit_code, 0) << two.output;
-    const SafetensorsFile two_ranks(dir + "/" + layout + "/epoch_0/model.safetensors");
-    for (const char* name : {"multi_modal_projector.linear_1.weight", "vision_model.vision_adapter.mlp.fc1.weight",
-                             "vision_model.vision_adapter.mlp.fc2.weight", "language_model.lm_head.weight",
-                             "language_model.model.layers.1.feed_forward.experts.gate_up_proj"}) {
-      SCOPED_TRACE(name);
-      const at::Tensor before = initial.tensor(name), expected = one_rank.tensor(name), mine = two_ranks.tensor(name);
-      // Two AdamW steps of lr 2e-5 move each weight by about 4e-5; a lost gradient leaves only the
-      // weight decay's 1e-7 or so. Summation order differs by ranks: 2e-8 here.
-      EXPECT_GT((expected - before).abs().max().item<double>(), 3e-5);
-      EXPECT_LE((mine - expected).abs().max().item<double>(), 1e-7);
-    }
+    expect_trained_as_one_rank(one_rank, SafetensorsFile(dir + "/" + layout + "/epoch_0/model.safetensors"),
+                               {"multi_modal_projector.linear_1.weight", "vision_model.vision_adapter.mlp.fc1.weight",
+                                "vision_model.vision_adapter.mlp.fc2.weight", "language_model.lm_head.weight",
+                                "language_model.model.layers.1.feed_forward.experts.gate_up_proj"});
   }
 }
 
@@ -127,18 +133,11 @@ TEST(Llama4VisionTraining, FsdpTrainsTheWholeVisionTowerAsOneRank) {
                                       kComparable + encoder + " batch_size=1 fsdp_cpu_offload=false");
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("fsdp: 6 units"), std::string::npos) << "2 layers, the root, 3 vision stages";
-  const SafetensorsFile one_rank(dir + "/one/epoch_0/model.safetensors");
-  const SafetensorsFile two_ranks(dir + "/two/epoch_0/model.safetensors");
-  const SafetensorsFile initial(model_dir() + "/model.safetensors");
-  for (const char* name :
-       {"vision_model.patch_embedding.linear.weight", "vision_model.class_embedding",
-        "vision_model.model.layers.0.self_attn.q_proj.weight", "vision_model.model.layers.0.mlp.fc2.bias",
-        "vision_model.layernorm_post.weight", "multi_modal_projector.linear_1.weight"}) {
-    SCOPED_TRACE(name);
-    const at::Tensor before = initial.tensor(name), expected = one_rank.tensor(name), mine = two_ranks.tensor(name);
-    EXPECT_GT((expected - before).abs().max().item<double>(), 3e-5);
-    EXPECT_LE((mine - expected).abs().max().item<double>(), 1e-7);
-  }
+  expect_trained_as_one_rank(
+      SafetensorsFile(dir + "/one/epoch_0/model.safetensors"), SafetensorsFile(dir + "/two/epoch_0/model.safetensors"),
+      {"vision_model.patch_embedding.linear.weight", "vision_model.class_embedding",
+       "vision_model.model.layers.0.self_attn.q_proj.weight", "vision_model.model.layers.0.mlp.fc2.bias",
+       "vision_model.layernorm_post.weight", "multi_modal_projector.linear_1.weight"});
 }
 
 // A text-only batch gives the vision tower and projector no gradient; under DDP as under FSDP,

@@ -1,21 +1,12 @@
 #include "vision_language_flops.h"
 
+#include "matrix_elements.h"
+
 #include <ft/errors.h>
 
 #include <vector>
 
 namespace ft_models {
-namespace {
-
-// Elements of the matrices among `parameters` (biases, norms and gates are not matmuls).
-double matrix_elements(const std::vector<at::Tensor>& parameters) {
-  double n = 0;
-  for (const auto& p : parameters)
-    if (p.dim() >= 2) n += static_cast<double>(p.numel());
-  return n;
-}
-
-}  // namespace
 
 VisionLanguageFlops::VisionLanguageFlops(const VisionLanguageModelImpl& model)
     : max_num_tiles_(model.config().vision.max_num_tiles), tokens_per_tile_(model.config().vision.tokens_per_tile()) {

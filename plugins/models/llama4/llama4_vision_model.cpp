@@ -2,6 +2,7 @@
 
 #include "decoder_builder.h"
 #include "llama4_vision_encoder.h"
+#include "matrix_elements.h"
 #include "vision_layer_names.h"
 
 #include <ft/errors.h>
@@ -195,21 +196,16 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
   // the shuffled features through the adapter and the projector), plus every layer's attention,
   // 12 x width x tokens per token as the decoder's count has it (no causal mask here).
   double count_tile_training_flops() const {
-    const auto weights = [](const std::vector<at::Tensor>& parameters) {
-      double n = 0;
-      for (const auto& p : parameters)
-        if (p.dim() >= 2) n += static_cast<double>(p.numel());
-      return n;
-    };
     const Llama4VisionEncoderImpl& e = *encoder_;
     const auto patches = static_cast<double>(vision_.patches_per_side() * vision_.patches_per_side());
     const double tokens = patches + 1;
     double layer_weights = 0;
-    for (const auto& layer : e.layers) layer_weights += weights(layer->parameters());
-    const double matmul = patches * weights(e.patch_embedding->parameters()) + tokens * layer_weights +
-                          static_cast<double>(vision_.features_per_tile()) *
-                              (weights(e.adapter_fc1->parameters()) + weights(e.adapter_fc2->parameters()) +
-                               weights(projector_->parameters()));
+    for (const auto& layer : e.layers) layer_weights += matrix_elements(layer->parameters());
+    const double matmul =
+        patches * matrix_elements(e.patch_embedding->parameters()) + tokens * layer_weights +
+        static_cast<double>(vision_.features_per_tile()) *
+            (matrix_elements(e.adapter_fc1->parameters()) + matrix_elements(e.adapter_fc2->parameters()) +
+             matrix_elements(projector_->parameters()));
     const double attention = 12.0 * static_cast<double>(e.layers.size() * vision_.hidden_size) * tokens * tokens;
     return 6 * matmul + attention;
   }
