@@ -72,11 +72,7 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
           if (params[i].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) indices.push_back(i);
       trainable_indices_.push_back(std::move(indices));
     }
-    // group_parameters puts the root last; the model lists its layers first.
-    layer_count_ = 0;
-    while (layer_count_ + 1 < groups_.size() && groups_[layer_count_].backward_needs_parameters &&
-           !groups_[layer_count_].used_after_layers && !groups_[layer_count_].optional)
-      ++layer_count_;
+    layer_count_ = leading_layer_count(groups_, groups_.size() - 1);  // group_parameters puts the root last
     sharding_ = ft::role_of<ft::ModelSharding>(model);
     if (sharding_) sharding_->set_unit_hooks(this);
     return params;
@@ -129,23 +125,21 @@ class DataParallel final : public WholeModelStrategy, public ft::UnitHooks, publ
     return is_split_expert(parameter) ? *same_experts_ : *world_;
   }
 
-  // An optional unit is reduced when some rank has a gradient for it (the others add zeros), and
-  // by no rank otherwise, so the collectives match.
+  // An optional unit no rank has a gradient for is not reduced (marked launched).
   void skip_unused_optional_units() {
     std::vector<std::size_t> optional;
-    for (std::size_t u = 0; u < groups_.size(); ++u)
-      if (groups_[u].optional && !launched_[u]) optional.push_back(u);
-    if (optional.empty()) return;
-    at::NoGradGuard no_grad;
-    at::Tensor used = at::zeros({static_cast<std::int64_t>(optional.size())}, at::kFloat);
-    for (std::size_t i = 0; i < optional.size(); ++i) {
-      const auto& params = groups_[optional[i]].parameters;
-      if (std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.grad().defined(); }))
-        used[static_cast<std::int64_t>(i)] = 1;
+    std::vector<bool> used_here;
+    for (std::size_t u = 0; u < groups_.size(); ++u) {
+      if (!groups_[u].optional || launched_[u]) continue;
+      const auto& params = groups_[u].parameters;
+      optional.push_back(u);
+      used_here.push_back(
+          std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.grad().defined(); }));
     }
-    world_->all_reduce_sum(used);
+    if (optional.empty()) return;
+    const std::vector<bool> used = used_on_any_rank(*world_, used_here);
     for (std::size_t i = 0; i < optional.size(); ++i)
-      if (used[static_cast<std::int64_t>(i)].item<float>() == 0) launched_[optional[i]] = true;
+      if (!used[i]) launched_[optional[i]] = true;
   }
 
   // The unit's gradients go out in one bucket per group they are summed over.

@@ -201,10 +201,7 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
     }
     root_ = units_.size() - 1;  // group_parameters puts the root last
     // The model lists its layers first; units after them are its separately sharded modules.
-    layer_count_ = 0;
-    while (layer_count_ < root_ && units_[layer_count_].backward_needs_parameters &&
-           !units_[layer_count_].used_after_layers && !units_[layer_count_].optional)
-      ++layer_count_;
+    layer_count_ = leading_layer_count(units_, root_);
     if (sharding_) sharding_->set_unit_hooks(this);
     shards_ = shards;
     std::int64_t full_bytes = 0;
@@ -467,16 +464,15 @@ class FullySharded final : public ft::Parallelism, public ft::UnitHooks, public 
   // it (the others add zeros), none when no rank did, so the collectives match.
   void agree_on_optional_units() {
     std::vector<std::size_t> optional;
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (units_[u].optional) optional.push_back(u);
+    std::vector<bool> used_here;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (!units_[u].optional) continue;
+      optional.push_back(u);
+      used_here.push_back(units_[u].gradients_pending);
+    }
     if (optional.empty()) return;
-    at::NoGradGuard no_grad;
-    at::Tensor used = at::zeros({static_cast<std::int64_t>(optional.size())}, at::kFloat);
-    for (std::size_t i = 0; i < optional.size(); ++i)
-      if (units_[optional[i]].gradients_pending) used[static_cast<std::int64_t>(i)] = 1;
-    world_->all_reduce_sum(used);
-    for (std::size_t i = 0; i < optional.size(); ++i)
-      units_[optional[i]].gradients_pending = used[static_cast<std::int64_t>(i)].item<float>() > 0;
+    const std::vector<bool> used = used_on_any_rank(*world_, used_here);
+    for (std::size_t i = 0; i < optional.size(); ++i) units_[optional[i]].gradients_pending = used[i];
   }
 
   void finish_reductions() {

@@ -3,6 +3,9 @@
 #include <ft/errors.h>
 #include <ft/model_sharding.h>
 
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
 #include <unordered_set>
 
 namespace ft_parallelism {
@@ -26,6 +29,17 @@ std::vector<ParameterGroup> group_parameters(ft::Model& model) {
   }
   groups.push_back(std::move(root));
   return groups;
+}
+
+std::vector<bool> used_on_any_rank(ft::Collectives& world, const std::vector<bool>& used_here) {
+  at::NoGradGuard no_grad;
+  at::Tensor used = at::zeros({static_cast<std::int64_t>(used_here.size())}, at::kFloat);
+  for (std::size_t i = 0; i < used_here.size(); ++i)
+    if (used_here[i]) used[static_cast<std::int64_t>(i)] = 1;
+  world.all_reduce_sum(used);
+  std::vector<bool> any(used_here.size());
+  for (std::size_t i = 0; i < any.size(); ++i) any[i] = used[static_cast<std::int64_t>(i)].item<float>() > 0;
+  return any;
 }
 
 std::int64_t total_numel(const std::vector<at::Tensor>& tensors) {
