@@ -41,8 +41,40 @@ function(fthost_use_libtorch torch_dir)
     file(CREATE_LINK "${FTHOST_SYSTEM_FMT_INCLUDE_DIR}/fmt" "${shadow}/fmt" SYMBOLIC)
     include_directories(BEFORE SYSTEM "${shadow}")
   endif()
+  fthost_find_libtorch_openmp("${torch_root}")
   foreach(var Torch_VERSION TORCH_LIBRARIES TORCH_INCLUDE_DIRS TORCH_CXX_FLAGS TORCH_LIBRARY TORCH_CUDA_LIBRARIES)
     set(${var} "${${var}}" PARENT_SCOPE)
   endforeach()
   set(fthost_torch_root "${torch_root}" PARENT_SCOPE)
+endfunction()
+
+# fthost::libtorch_openmp: compiles a target's at::parallel_for loops with OpenMP, against the
+# OpenMP runtime LibTorch itself runs. ATen's parallel_for is a header template: compiled without
+# -fopenmp it runs its body on the calling thread alone, whatever torch::set_num_threads says
+# (fthost's fused CPU kernels and optimizer updates did, at half speed on 2 cores). Linked to the
+# wheel's own libgomp.so.1, so there is one runtime and one thread pool, sized by LibTorch's
+# thread setting. Not for TSan builds (it cannot see libgomp's synchronisation and would report
+# every parallel loop as a race) nor for compilers other than GCC (clang's -fopenmp wants its own
+# runtime): those run the loops on one thread, which the configure step says.
+function(fthost_find_libtorch_openmp torch_root)
+  if(TARGET fthost::libtorch_openmp)
+    return()
+  endif()
+  add_library(fthost::libtorch_openmp INTERFACE IMPORTED GLOBAL)
+  set(one_thread "fthost: at::parallel_for loops in fthost's CPU kernels run on one thread")
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    message(STATUS "${one_thread}: the compiler is ${CMAKE_CXX_COMPILER_ID}, not GCC")
+    return()
+  elseif(FTHOST_SANITIZE MATCHES "thread")
+    message(STATUS "${one_thread}: ThreadSanitizer cannot see libgomp's synchronisation")
+    return()
+  endif()
+  find_library(FTHOST_LIBTORCH_OPENMP_LIBRARY NAMES libgomp.so.1 PATHS "${torch_root}/lib" NO_DEFAULT_PATH)
+  if(NOT FTHOST_LIBTORCH_OPENMP_LIBRARY)
+    message(WARNING "${one_thread}: LibTorch at ${torch_root} has no lib/libgomp.so.1")
+    return()
+  endif()
+  set_target_properties(fthost::libtorch_openmp PROPERTIES
+    INTERFACE_COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CXX>:-fopenmp>"
+    INTERFACE_LINK_LIBRARIES "${FTHOST_LIBTORCH_OPENMP_LIBRARY}")
 endfunction()

@@ -37,4 +37,9 @@ FT_OPTIM_DECLARE_UPDATE_KERNELS(avx2)
 // the portable one ("baseline").
 bool update_kernels_use_avx2();
 
+// How many distinct threads ran an at::parallel_for of many small items, compiled as the update
+// loops' callers are: at::get_num_threads() when the updates run in parallel, 1 when this library
+// was compiled without OpenMP (cmake/FthostLibTorch.cmake).
+int threads_in_update_loops();
+
 }  // namespace ftoptim

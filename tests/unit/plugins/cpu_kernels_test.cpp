@@ -5,6 +5,7 @@
 // is bitwise repeatable, also across thread counts.
 #include <ft/errors.h>
 #include <ft_kernels/fused_ops.h>
+#include <ft_kernels/parallel_loops.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -295,6 +296,17 @@ TEST(FusedCpuKernels, CrossEntropyNamesAnOutOfRangeTarget) {
     EXPECT_NE(std::string(e.what()).find("target id 300 is outside the vocabulary [0, 300)"), std::string::npos)
         << e.what();
   }
+}
+
+// A kernel library compiled without OpenMP runs at::parallel_for on one thread whatever
+// at::set_num_threads says; fthost's were, until the build linked LibTorch's OpenMP runtime.
+TEST(FusedCpuKernels, ParallelLoopsRunOnLibTorchsThreads) {
+  const int threads_before = at::get_num_threads();
+  for (int threads : {1, 3}) {
+    at::set_num_threads(threads);
+    EXPECT_EQ(ft_kernels::threads_in_parallel_loops(), threads);
+  }
+  at::set_num_threads(threads_before);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <ft_kernels/kernel_choice.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -129,6 +130,17 @@ TEST(OptimizerUpdateKernels, SgdCopiesGiveTheSameBits) {
   expect_sgd_copies_agree<float>(at::kFloat);
   expect_sgd_copies_agree<double>(at::kDouble);
   expect_sgd_copies_agree<c10::BFloat16>(at::kBFloat16);
+}
+
+// The updates split each tensor across LibTorch's intra-op threads; compiled without OpenMP the
+// split ran on one thread (half a 2-core machine's memory bandwidth for a bfloat16 AdamW step).
+TEST(OptimizerUpdateKernels, UpdatesRunOnLibTorchsThreads) {
+  const int threads_before = at::get_num_threads();
+  for (int threads : {1, 3}) {
+    at::set_num_threads(threads);
+    EXPECT_EQ(ftoptim::threads_in_update_loops(), threads);
+  }
+  at::set_num_threads(threads_before);
 }
 
 }  // namespace
