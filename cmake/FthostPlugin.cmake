@@ -14,9 +14,6 @@ function(fthost_add_plugin name)
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE fthost::sdk ${ARG_LINK})
-  if(TARGET fthost::libtorch_openmp)  # a plugin's own at::parallel_for loops run on LibTorch's threads
-    target_link_libraries(${name} PRIVATE fthost::libtorch_openmp)
-  endif()
   if(TARGET fthost_warnings)  # in-tree only: third-party plugins choose their own flags
     target_link_libraries(${name} PRIVATE fthost_warnings)
   endif()
