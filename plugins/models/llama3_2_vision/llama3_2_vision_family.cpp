@@ -13,6 +13,7 @@
 #include <ft/errors.h>
 #include <ft/model_image_input.h>
 #include <ft/model_layer_checkpointing.h>
+#include <ft/model_layer_outline.h>
 #include <ft/model_sharding.h>
 #include <ft/nn/decoder_model.h>
 #include <ft/nn/parameter_device.h>
@@ -68,7 +69,8 @@ void set_trainable(VisionLanguageModelImpl& model, const TrainableParts& parts) 
 class Llama32VisionModel final : public ft::Model,
                                  public ft::ModelImageInput,
                                  public ft::ModelSharding,
-                                 public ft::ModelLayerCheckpointing {
+                                 public ft::ModelLayerCheckpointing,
+                                 public ft::ModelLayerOutline {
  public:
   Llama32VisionModel(const VisionLanguageConfig& config, const TrainableParts& trainable, const ft::Model::Args& args)
       : config_(config), dtype_(args.dtype) {
@@ -117,6 +119,7 @@ class Llama32VisionModel final : public ft::Model,
     if (wanted == ft::ModelImageInput::role) return static_cast<ft::ModelImageInput*>(this);
     if (wanted == ft::ModelSharding::role) return static_cast<ft::ModelSharding*>(this);
     if (wanted == ft::ModelLayerCheckpointing::role) return static_cast<ft::ModelLayerCheckpointing*>(this);
+    if (wanted == ft::ModelLayerOutline::role) return static_cast<ft::ModelLayerOutline*>(this);
     return nullptr;
   }
 
@@ -191,6 +194,64 @@ class Llama32VisionModel final : public ft::Model,
     for (std::size_t i = 0; i < units.size(); ++i) runner_->checkpointed[units[i]] = layers[i];
   }
   void set_activation_offloading(bool offload) override { runner_->offload = offload; }
+
+  // The memory plan's view: the encoder's local and global layers over every tile's tokens, then
+  // the decoder's stack, named and checkpointed as the sharding units and the runner have them.
+  std::vector<ft::OutlinedLayer> outlined_layers() override {
+    std::vector<ft::OutlinedLayer> layers;
+    std::int64_t next_checkpoint = 0;
+    auto& encoder = *model_->encoder;
+    for (std::size_t i = 0; i < encoder.layers.size(); ++i)
+      layers.push_back(
+          {"encoder.layers." + std::to_string(i), encoder.layers[i].ptr(), ft::LayerTokens::Image, next_checkpoint++});
+    for (std::size_t i = 0; i < encoder.global_layers.size(); ++i)
+      layers.push_back({"encoder.global_layers." + std::to_string(i), encoder.global_layers[i].ptr(),
+                        ft::LayerTokens::Image, next_checkpoint++});
+    auto& decoder = *model_->decoder;
+    std::size_t next_self = 0, next_cross = 0;
+    for (std::int64_t i = 0; i < decoder.config().total_layers(); ++i) {
+      const std::string name = "decoder.layers." + std::to_string(i);
+      if (decoder.config().is_cross_attention_layer(i))
+        layers.push_back({name, decoder.cross_attention_layers[next_cross++].ptr(), ft::LayerTokens::Text, -1});
+      else
+        layers.push_back(
+            {name, decoder.self_attention_layers[next_self++].ptr(), ft::LayerTokens::Text, next_checkpoint++});
+    }
+    return layers;
+  }
+
+  ft::ImageTiles image_tiles() const override {
+    const TiledVisionConfig& v = config_.vision;
+    const auto& encoder = *model_->encoder;
+    ft::ImageTiles tiles;
+    tiles.image_size = v.image_size;
+    tiles.max_num_tiles = v.max_num_tiles;
+    tiles.every_image_max_tiles = true;
+    const std::int64_t tokens = v.tokens_per_tile(), d = v.hidden_size;
+    tiles.encoder_tokens = (tokens + 7) / 8 * 8;  // padded to a multiple of 8, as the forward pads them
+    tiles.shared_attention_bias = true;
+    tiles.image_states = tokens;
+    // The encoder's embedding keeps the pixels (the patch convolution's input), the per-tile
+    // position lookup (its gate's input) and layernorm_pre's input; layernorm_post keeps its
+    // (padded) input. The projector keeps the concatenated features, and the cross-attention
+    // layers' key and value projections its output, the image states.
+    const bool encoder_trains = encoder.patch_embedding.requires_grad();
+    const bool projection_trains = model_->projection->weight.requires_grad();
+    const auto pixels = static_cast<double>(v.num_channels * v.image_size * v.image_size);
+    double kept = 0;
+    if (encoder_trains)
+      kept += pixels + static_cast<double>(2 * tokens * d) + static_cast<double>(tiles.encoder_tokens * d);
+    if (projection_trains) kept += static_cast<double>(tokens * (v.output_dim + config_.decoder.text.embed_dim));
+    tiles.elements_kept_outside_layers = kept;
+    tiles.features_need_grad = false;
+    for (const auto& p : model_->encoder->parameters()) tiles.features_need_grad |= p.requires_grad();
+    tiles.features_need_grad |= projection_trains;
+    return tiles;
+  }
+
+  std::vector<at::Tensor> text_embedding_parameters() override {
+    return {model_->decoder->tok_embeddings, model_->decoder->fusion_embeddings};
+  }
 
  private:
   static VisionLanguageInput text_input(const ft::ModelInput& input) {

@@ -7,6 +7,7 @@
 
 #include <ft/errors.h>
 #include <ft/model_image_input.h>
+#include <ft/model_layer_outline.h>
 #include <ft/nn/decoder_model.h>
 #include <ft/nn/parameter_device.h>
 #include <ft/text.h>
@@ -41,7 +42,7 @@ void initialize_vision(Llama4VisionEncoderImpl& encoder, ft::nn::LinearImpl& pro
   fill_normal(projector.weight, 0.02, gen);
 }
 
-class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelImageInput {
+class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelImageInput, public ft::ModelLayerOutline {
  public:
   Llama4VisionModel(const DecoderConfig& config, const Llama4VisionConfig& vision,
                     const EarlyFusionTrainable& trainable, std::shared_ptr<const FamilyHf> family,
@@ -120,6 +121,7 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
 
   void* find_role(ft::ModelRole role) override {
     if (role == ft::ModelImageInput::role) return static_cast<ft::ModelImageInput*>(this);
+    if (role == ft::ModelLayerOutline::role) return static_cast<ft::ModelLayerOutline*>(this);
     return DecoderModel::find_role(role);
   }
 
@@ -152,6 +154,46 @@ class Llama4VisionModel final : public ft::nn::DecoderModel, public ft::ModelIma
     DecoderModel::set_unit_hooks(hooks);
     unit_hooks_ = hooks;
   }
+
+  // The memory plan's view: the vision tower's layers over every tile's tokens (never
+  // checkpointed), then the decoder's, as the sharding units name them.
+  std::vector<ft::OutlinedLayer> outlined_layers() override {
+    std::vector<ft::OutlinedLayer> layers;
+    for (std::size_t i = 0; i < encoder_->layers.size(); ++i)
+      layers.push_back(
+          {"vision_model.model.layers." + std::to_string(i), encoder_->layers[i].ptr(), ft::LayerTokens::Image, -1});
+    const auto& text = decoder().layers;
+    for (std::size_t i = 0; i < text.size(); ++i)
+      layers.push_back(
+          {"layers." + std::to_string(i), text[i].ptr(), ft::LayerTokens::Text, static_cast<std::int64_t>(i)});
+    return layers;
+  }
+
+  // Tiles come from the transform (max_num_tiles and a thumbnail): the model takes any number.
+  ft::ImageTiles image_tiles() const override {
+    const Llama4VisionConfig& v = vision_;
+    ft::ImageTiles tiles;
+    tiles.image_size = v.image_size;
+    const std::int64_t tokens = v.patches_per_side() * v.patches_per_side() + 1, d = v.hidden_size;
+    tiles.encoder_tokens = tokens;
+    // The embedding keeps the pixels (the patch map's input) and layernorm_pre's input, the head
+    // layernorm_post's; the adapter keeps the shuffled features, both GELUs' inputs and fc2's,
+    // and the projector its input.
+    const auto features = static_cast<double>(v.features_per_tile());
+    const bool encoder_trains = encoder_->patch_embedding->weight.requires_grad();
+    const bool adapter_trains = encoder_->adapter_fc1->weight.requires_grad();
+    double kept = 0;
+    if (encoder_trains)
+      kept += static_cast<double>(v.num_channels * v.image_size * v.image_size) + static_cast<double>(2 * tokens * d);
+    if (adapter_trains)
+      kept += features * static_cast<double>(v.shuffled_dim() + 2 * v.projector_input_dim + 2 * v.projector_output_dim);
+    tiles.elements_kept_outside_layers = kept;
+    for (const auto& p : encoder_->parameters()) tiles.features_need_grad |= p.requires_grad();
+    tiles.features_need_grad |= projector_->weight.requires_grad();
+    return tiles;
+  }
+
+  std::vector<at::Tensor> text_embedding_parameters() override { return {decoder().tok_embeddings}; }
 
   void apply_context_parallel(const std::shared_ptr<ft::Collectives>& group, ft::RotateMethod rotate) override {
     DecoderModel::apply_context_parallel(group, rotate);
