@@ -38,14 +38,19 @@ po::options_description plan_options() {
       "device-memory", po::value<std::string>(), "memory per device to fit in (80GiB); default: the device's")(
       "seq-len", po::value<std::string>(),
       "tokens per sequence, or `data`: the dataset's longest sample (default: the longest the config admits)")(
+      "images-per-sample", po::value<std::int64_t>(),
+      "images in each sample, for a model that reads images (default 1; 0: text alone)")(
+      "tiles-per-image", po::value<std::int64_t>(),
+      "tiles of each image (default: the tokenizer's max_num_tiles, else the model's)")(
       "mfu", po::value<double>(), "share of the peak FLOP/s the step time assumes (default 0.4)")(
       "inter-node-bandwidth", po::value<std::string>(), "per GPU between nodes (default 50GB/s)")(
       "write-bandwidth", po::value<std::string>(), "to the checkpoint's disk (default 1GB/s)");
   return plan;
 }
 
-const std::vector<std::string> kPlanOptions = {"device", "device-memory",        "seq-len",
-                                               "mfu",    "inter-node-bandwidth", "write-bandwidth"};
+const std::vector<std::string> kPlanOptions = {
+    "device", "device-memory",        "seq-len",        "images-per-sample", "tiles-per-image",
+    "mfu",    "inter-node-bandwidth", "write-bandwidth"};
 
 po::options_description visible_options() {
   po::options_description visible(
@@ -178,6 +183,14 @@ void read_plan_options(const po::variables_map& vm, PlanOptions& plan) {
       if (end == 0 || end != text.size() || *plan.seq_len < 1)
         throw ft::ConfigError("--seq-len " + text + ": expected a number of tokens (1 or more) or `data`");
     }
+  }
+  if (vm.count("images-per-sample")) {
+    plan.images_per_sample = vm["images-per-sample"].as<std::int64_t>();
+    if (*plan.images_per_sample < 0) throw ft::ConfigError("--images-per-sample: expected 0 or more images");
+  }
+  if (vm.count("tiles-per-image")) {
+    plan.tiles_per_image = vm["tiles-per-image"].as<std::int64_t>();
+    if (*plan.tiles_per_image < 1) throw ft::ConfigError("--tiles-per-image: expected 1 or more tiles");
   }
   if (vm.count("mfu")) plan.mfu = vm["mfu"].as<double>();
   if (vm.count("inter-node-bandwidth"))

@@ -26,9 +26,13 @@ struct PlanOptions {
   std::optional<std::int64_t> seq_len;       // --seq-len N: unset, the longest the config admits
   bool seq_len_from_data = false;            // --seq-len data: the longest sample of the dataset
   std::string seq_len_source = "--seq-len";  // where seq_len came from, for the output
-  double mfu = 0.4;                          // --mfu: the share of the peak the step time assumes
-  double inter_node_bandwidth = 50e9;        // --inter-node-bandwidth, bytes/s per GPU
-  double write_bandwidth = 1e9;              // --write-bandwidth, bytes/s to the checkpoint's disk
+  // A model that reads images: --images-per-sample (unset: 1) and --tiles-per-image (unset: the
+  // tokenizer's max_num_tiles, else the model's).
+  std::optional<std::int64_t> images_per_sample;
+  std::optional<std::int64_t> tiles_per_image;
+  double mfu = 0.4;                    // --mfu: the share of the peak the step time assumes
+  double inter_node_bandwidth = 50e9;  // --inter-node-bandwidth, bytes/s per GPU
+  double write_bandwidth = 1e9;        // --write-bandwidth, bytes/s to the checkpoint's disk
 };
 
 struct Invocation {

@@ -42,11 +42,16 @@ struct RunShape {
   std::int64_t accumulation = 1;
   c10::ScalarType dtype = c10::kFloat;
   bool on_gpu = false;
-  std::vector<bool> checkpointed;  // per layer
+  std::vector<bool> checkpointed;  // per checkpointable layer (LayerOutline::checkpoint_index)
   bool offload_activations = false;
   bool optimizer_in_backward = false;
   bool loss_projects_hidden = false;  // LinearCrossEntropyLoss: no [tokens, vocab] logits tensor
   int loss_chunks = 1;
+  // A model that reads images (ModelOutline::image): each sample's images, each image's tiles.
+  // 0 images: text alone (the image encoder and the cross-attention layers do not run).
+  std::int64_t images_per_sample = 0;
+  std::int64_t tiles_per_image = 0;
+  std::int64_t real_tiles = 0;  // in a micro-batch, where known; 0: every image has tiles_per_image
 };
 
 struct MemoryLine {
@@ -68,7 +73,8 @@ struct MemoryPlan {
   double host_bytes = 0;  // kept in host memory by offloading (GPU runs)
   double runtime = 0;
   double parameters = 0, gradients = 0, optimizer_state = 0;
-  double activations = 0;  // kept for backward by one micro-batch's forward
+  double activations = 0;        // kept for backward by one micro-batch's forward
+  double image_activations = 0;  // the part an image encoder and the cross-attention layers keep
   double logits = 0;
   double gathered = 0;  // FSDP's gathered parameters at the peak
   std::vector<std::string> assumptions;

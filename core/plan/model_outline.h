@@ -5,11 +5,13 @@
 #pragma once
 
 #include <ft/config.h>
+#include <ft/model_layer_outline.h>
 #include <ft/registry.h>
 
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,14 @@ struct PlannedParameter {
 
 // One transformer layer's widths on this rank, what its saved activations scale with.
 struct LayerOutline {
+  std::string label;  // "layer 3" of a decoder; its sharding unit's name otherwise
   std::vector<PlannedParameter> parameters;
+  // Over every image tile's encoder tokens (an image encoder's layer), not the text positions.
+  bool image_tokens = false;
+  // A fusion layer: queries from the text, keys and values over the image states.
+  bool cross_attention = false;
+  std::int64_t checkpoint_index = -1;  // among the layers activation checkpointing numbers; -1: never
+  bool trainable = true;               // some parameter trains: its weights' inputs are kept too
   std::int64_t embed_dim = 0;
   std::int64_t heads = 0;        // this rank's query heads
   std::int64_t q_width = 0;      // heads x head_dim
@@ -39,6 +48,8 @@ struct LayerOutline {
   bool qk_norm = false;          // per-head norms on q and k (Qwen 3, Gemma 3)
   bool explicit_scores = false;  // soft-capped scores: the [s, s] weights exist (Gemma 2)
   bool gelu = false;             // GeGLU: one more [tokens, hidden] tensor than SwiGLU
+  bool two_layer_mlp = false;    // CLIP's fc1, GELU, fc2: one fewer [tokens, hidden] tensor than SwiGLU
+  int gates = 0;                 // tanh gates on the residual branches, each keeping its input
   std::int64_t ffn_width = 0;    // a dense MLP's hidden features on this rank; 0 for experts
   // A mixture-of-experts block (experts > 0).
   std::int64_t experts = 0;        // in the layer
@@ -49,21 +60,24 @@ struct LayerOutline {
 };
 
 struct ModelOutline {
-  std::string component;  // the model's _component_
-  std::vector<LayerOutline> layers;
+  std::string component;             // the model's _component_
+  std::vector<LayerOutline> layers;  // in forward order: an image encoder's first
   // The rest: embedding, final norm, output projection (when untied).
   std::vector<PlannedParameter> embedding, output, other;
-  // The parameters of sharding units some forwards skip (ft::ShardingUnit::optional: Llama 4's
-  // vision tower and projector): held, with their gradients and optimizer state, but gathered
-  // only for batches with images, whose activations the plan does not count.
+  // The parameters of sharding units some forwards skip (ft::ShardingUnit::optional) that are not
+  // layers (Llama 4's vision embedding, and its head with the projector): held, with their
+  // gradients and optimizer state; their activations are the image's (ImageTiles).
   std::vector<PlannedParameter> optional;
   std::int64_t vocab_size = 0;   // the whole vocabulary
   std::int64_t local_vocab = 0;  // the logits' columns on this rank (loss parallel: a slice)
   std::int64_t embed_dim = 0;
   std::int64_t parameters_total = 0;       // the whole model's, every rank's slices together
+  std::int64_t parameters_trained = 0;     // of them, those with requires_grad
   double training_flops_per_position = 0;  // at `flops_seq_len` (ft::Model::training_flops_per_position)
   std::int64_t flops_seq_len = 0;
   std::int64_t checkpointable_layers = 0;
+  // A model that reads images (ft::ModelLayerOutline): its tiles as built.
+  std::optional<ft::ImageTiles> image;
 };
 
 struct OutlineRequest {
@@ -74,8 +88,9 @@ struct OutlineRequest {
 };
 
 // Builds `root`'s [model] on the meta device, applies [tensor_parallel_plan] when
-// tensor_parallel > 1, and reads it. Throws ft::ConfigError naming `model._component_` for a
-// model that is not composed from ft::nn's decoder (its activations cannot be counted).
+// tensor_parallel > 1, and reads it: a decoder composed from ft::nn blocks, or a model that
+// outlines its layers (ft::ModelLayerOutline: the vision models). Throws ft::ConfigError naming
+// `model._component_` for any other (its activations cannot be counted).
 ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& root, const OutlineRequest& request);
 
 }  // namespace fthost

@@ -50,14 +50,33 @@ void print_text(const Invocation& inv, const RunPlan& plan, const std::vector<Fi
   std::cout << fmt::format("plan: {} on {} rank{} ({} node{} x {}), {}\n", inv.config_path, plan.layout.world,
                            plan.layout.world > 1 ? "s" : "", plan.layout.nodes, plan.layout.nodes > 1 ? "s" : "",
                            inv.plan.nproc_per_node, plan.device);
-  std::cout << fmt::format("  model      {}: {} parameters, {} layers, {}\n", m.component,
-                           count_text(static_cast<double>(m.parameters_total)), m.layers.size(), dtype_name(r.dtype));
+  const std::string trained =
+      m.parameters_trained < m.parameters_total
+          ? fmt::format(" ({} trained, the rest frozen)", count_text(static_cast<double>(m.parameters_trained)))
+          : "";
+  std::cout << fmt::format("  model      {}: {} parameters{}, {} layers, {}\n", m.component,
+                           count_text(static_cast<double>(m.parameters_total)), trained, m.layers.size(),
+                           dtype_name(r.dtype));
   std::cout << fmt::format("  layout     {}\n", layout_text(plan.layout));
   std::cout << fmt::format("  batch      {} x {} tokens per rank per micro-batch ({}), {} micro-batch{} per step\n",
                            r.batch_size, r.seq_len, plan.seq_len_source, r.accumulation,
                            r.accumulation > 1 ? "es" : "");
+  if (m.image) {
+    const ft::ImageTiles& image = *m.image;
+    if (r.images_per_sample == 0)
+      std::cout << fmt::format("  images     none: text alone ({})\n", plan.images_source);
+    else
+      std::cout << fmt::format(
+          "  images     {} per sample ({}); {} tiles an image ({}), {} x {} pixels a tile{}; {} tokens a tile in each "
+          "encoder layer\n",
+          r.images_per_sample, plan.images_source, r.tiles_per_image, plan.tiles_source, image.image_size,
+          image.image_size,
+          image.every_image_max_tiles ? fmt::format(" (the encoder runs every image as {} tiles)", image.max_num_tiles)
+                                      : "",
+          image.encoder_tokens);
+  }
   std::cout << fmt::format("  policy     activation checkpointing on {} of {} layers{}{}; optimizer {} ({})\n",
-                           checkpointed, m.layers.size(), r.offload_activations && r.on_gpu ? ", offloaded" : "",
+                           checkpointed, r.checkpointed.size(), r.offload_activations && r.on_gpu ? ", offloaded" : "",
                            r.optimizer_in_backward ? ", optimizer in backward" : "", plan.optimizer.component,
                            plan.optimizer.summary);
   std::cout << fmt::format("\nper rank at the peak, {}:\n", plan.memory.peak_phase);
@@ -110,10 +129,16 @@ void print_json(const Invocation& inv, const RunPlan& plan, const std::vector<Fi
   j["fits"] = plan.device_memory ? nlohmann::json(plan.fits()) : nlohmann::json(nullptr);
   j["model"] = {{"component", plan.model.component},
                 {"parameters", plan.model.parameters_total},
+                {"trained_parameters", plan.model.parameters_trained},
                 {"layers", plan.model.layers.size()}};
   j["layout"] = {{"strategy", plan.layout.strategy},   {"shard", plan.layout.shard},
                  {"replicate", plan.layout.replicate}, {"tensor", plan.layout.tensor},
                  {"context", plan.layout.context},     {"expert", plan.layout.expert}};
+  if (plan.model.image)
+    j["images"] = {
+        {"per_sample", plan.run.images_per_sample},    {"per_sample_source", plan.images_source},
+        {"tiles_per_image", plan.run.tiles_per_image}, {"tiles_source", plan.tiles_source},
+        {"image_size", plan.model.image->image_size},  {"encoder_tokens_per_tile", plan.model.image->encoder_tokens}};
   j["batch"] = {{"batch_size", plan.run.batch_size},
                 {"seq_len", plan.run.seq_len},
                 {"seq_len_source", plan.seq_len_source},
@@ -127,6 +152,7 @@ void print_json(const Invocation& inv, const RunPlan& plan, const std::vector<Fi
                  {"gradients_bytes", mem.gradients},
                  {"optimizer_state_bytes", mem.optimizer_state},
                  {"activations_bytes", mem.activations},
+                 {"image_activations_bytes", mem.image_activations},
                  {"logits_bytes", mem.logits},
                  {"host_bytes", mem.host_bytes}};
   for (const auto& line : mem.lines) j["memory"]["at_peak"].push_back({{"name", line.name}, {"bytes", line.bytes}});

@@ -32,6 +32,36 @@ std::optional<std::int64_t> tokenizer_max_seq_len(const ft::ConfigNode& root) {
   return n > 0 ? std::optional<std::int64_t>(n) : std::nullopt;
 }
 
+// The tiles of each image: given, else the tokenizer's max_num_tiles, else the most the model
+// takes. A tokenizer whose tiles the model cannot take fails as the run would.
+std::int64_t planned_tiles(const ft::ConfigNode& root, const ft::ImageTiles& image, std::int64_t given,
+                           std::string& source) {
+  std::int64_t from_tokenizer = 0;
+  if (root.is_table("tokenizer")) {
+    const ft::ConfigNode tokenizer = root.table("tokenizer");
+    const auto size = tokenizer.get<std::int64_t>("image_size", image.image_size);
+    if (size != image.image_size)
+      tokenizer.fail("image_size", "the model's tiles are " + std::to_string(image.image_size) + " pixels, got " +
+                                       std::to_string(size) + " (the model's image_size must match)");
+    from_tokenizer = tokenizer.get<std::int64_t>("max_num_tiles", 0);
+    if (from_tokenizer > 0 && image.max_num_tiles > 0 && from_tokenizer > image.max_num_tiles)
+      tokenizer.fail("max_num_tiles", "the model takes at most " + std::to_string(image.max_num_tiles) +
+                                          " tiles an image, got " + std::to_string(from_tokenizer));
+  }
+  const std::int64_t tiles = given > 0 ? given : from_tokenizer > 0 ? from_tokenizer : image.max_num_tiles;
+  source = given > 0            ? "--tiles-per-image"
+           : from_tokenizer > 0 ? "tokenizer.max_num_tiles"
+                                : "the most the model takes; the tokenizer sets no max_num_tiles";
+  if (tiles <= 0)
+    throw ft::ConfigError(
+        "fthost plan: neither the tokenizer (max_num_tiles) nor the model bounds an image's tiles; "
+        "give --tiles-per-image");
+  if (image.max_num_tiles > 0 && tiles > image.max_num_tiles)
+    throw ft::ConfigError("--tiles-per-image " + std::to_string(tiles) + ": the model takes at most " +
+                          std::to_string(image.max_num_tiles) + " tiles an image");
+  return tiles;
+}
+
 double physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
@@ -47,7 +77,8 @@ double resident_bytes() {
 }
 
 RunPlan plan_run(const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings, int world,
-                 int nodes, std::int64_t batch_size, std::int64_t seq_len, double runtime, bool on_gpu) {
+                 int nodes, std::int64_t batch_size, std::int64_t seq_len, double runtime, bool on_gpu,
+                 const PlannedImages& images) {
   RunPlan plan;
   plan.layout = read_parallel_layout(root, settings, world, nodes);
   OutlineRequest request;
@@ -63,7 +94,12 @@ RunPlan plan_run(const ft::Registry& registry, const ft::ConfigNode& root, const
   run.accumulation = settings.gradient_accumulation_steps;
   run.dtype = settings.dtype;
   run.on_gpu = on_gpu;
-  run.checkpointed = checkpointed_layers(settings, static_cast<std::int64_t>(plan.model.layers.size()));
+  run.checkpointed = checkpointed_layers(settings, plan.model.checkpointable_layers);
+  if (plan.model.image && images.per_sample > 0) {
+    run.images_per_sample = images.per_sample;
+    run.tiles_per_image = planned_tiles(root, *plan.model.image, images.tiles, plan.tiles_source);
+    run.real_tiles = images.real_tiles;
+  }
   run.offload_activations = settings.activation_checkpointing.offload;
   run.optimizer_in_backward = settings.optimizer_in_bwd;
   const auto loss = registry.instantiate<ft::Loss>(root.table("loss"));
@@ -112,9 +148,13 @@ RunPlan plan_invocation(const Invocation& inv, bool with_step) {
         throw ft::ConfigError("fthost plan: neither the tokenizer nor the model sets a max_seq_len; give --seq-len");
     }
   }
+  const PlannedImages images{where.images_per_sample.value_or(1), where.tiles_per_image.value_or(0)};
   RunPlan plan = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes, settings.batch_size,
-                          seq_len, runtime, on_gpu);
+                          seq_len, runtime, on_gpu, images);
   plan.seq_len_source = seq_source;
+  plan.images_source = where.images_per_sample
+                           ? "--images-per-sample"
+                           : "assumed: the config does not say how many a sample has; --images-per-sample N";
   plan.has_tensor_parallel_plan = checked.root.is_table("tensor_parallel_plan");
 
   StepAssumptions step;

@@ -51,12 +51,19 @@ StepEstimate estimate_step(const ModelOutline& model, const ParallelLayout& layo
   } else if (layout.data_parallel() > 1) {
     send(2 * whole * ring_share(layout.data_parallel()), layout.data_parallel());
   }
-  const double layers = static_cast<double>(model.layers.size());
+  // The decoder's layers carry the split hidden state; an image encoder's are not split.
+  double layers = 0;
+  std::int64_t kv_width = 0;
+  for (const auto& layer : model.layers)
+    if (!layer.image_tokens) {
+      layers += 1;
+      if (kv_width == 0) kv_width = layer.kv_width;
+    }
   const double d = static_cast<double>(model.embed_dim);
   if (layout.tensor > 1)  // two all-reduces of the hidden state per layer in forward, two in backward
     send(micro_batches * layers * 4 * 2 * tokens * d * e * ring_share(layout.tensor), layout.tensor);
-  if (layout.context > 1 && !model.layers.empty()) {  // keys and values in, their gradients back
-    const double kv = static_cast<double>(model.layers.front().kv_width);
+  if (layout.context > 1 && layers > 0) {  // keys and values in, their gradients back
+    const double kv = static_cast<double>(kv_width);
     send(micro_batches * layers * 2 * (layout.context - 1) * tokens * 2 * kv * e, layout.context);
   }
   if (layout.expert > 1)

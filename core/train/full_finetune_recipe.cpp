@@ -381,8 +381,9 @@ FullFinetuneRecipe::RunEnd FullFinetuneRecipe::train() {
       ++global_step_;
       log_step(epoch, totals);
       if (memory_check_)
-        memory_check_->after_step(global_step_ == total_steps_, s_.batch_size, totals.seq_len, registry_, root_, s_,
-                                  env_);
+        memory_check_->after_step(global_step_ == total_steps_, s_.batch_size, totals.seq_len,
+                                  {totals.images_per_sample, totals.tiles_per_image, totals.real_tiles}, registry_,
+                                  root_, s_, env_);
       const bool saved = save_if_due(epoch);
       if (totals.stop_requested && global_step_ < total_steps_) {
         save_stop_step(epoch, saved);
@@ -437,6 +438,11 @@ FullFinetuneRecipe::StepTotals FullFinetuneRecipe::train_step(std::size_t micro_
   for (std::size_t i = 0; i < micro_batches; ++i) {
     const ft::Batch whole = loader_->next().batch;
     step.seq_len = std::max(step.seq_len, whole.tokens.size(-1));
+    if (whole.images.images.defined()) {
+      step.images_per_sample = std::max(step.images_per_sample, whole.images.images.size(1));
+      step.tiles_per_image = std::max(step.tiles_per_image, whole.images.images.size(2));
+      step.real_tiles = std::max(step.real_tiles, whole.images.tile_count.sum().item<std::int64_t>());
+    }
     // Under context parallelism this rank's positions of each row; else the rows themselves.
     const ContextParallelShare share = rank_share(whole);
     const ft::Batch& batch = share.batch;

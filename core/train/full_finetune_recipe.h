@@ -73,7 +73,10 @@ class FullFinetuneRecipe {
     double seconds = 0;
     std::int64_t positions = 0;  // this rank's positions through the model, padding included
     std::int64_t seq_len = 0;    // the longest (padded) sequence of the step
-    double image_flops = 0;      // this rank's FLOPs encoding images (ModelImageInput), for the mfu
+    // The most images a sample of the step had, and tiles an image (the collate's padding).
+    std::int64_t images_per_sample = 0, tiles_per_image = 0;
+    std::int64_t real_tiles = 0;  // the most real tiles of one micro-batch
+    double image_flops = 0;       // this rank's FLOPs encoding images (ModelImageInput), for the mfu
     // Mixture-of-experts models: the weighted load-balancing loss (each micro-batch's weighted by
     // its tokens, as its cross-entropy is) when the model computes one, and the step's token
     // choices per expert over every data-parallel rank, [sparse layers, experts].

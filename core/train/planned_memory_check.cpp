@@ -14,15 +14,16 @@ PlannedMemoryCheck::PlannedMemoryCheck(const c10::Device& device)
     : runtime_(device.is_cuda() ? 0.0 : resident_bytes()) {}
 
 void PlannedMemoryCheck::after_step(bool last_step, std::int64_t rows, std::int64_t seq_len,
-                                    const ft::Registry& registry, const ft::ConfigNode& root,
-                                    const TrainingSettings& settings, const DistributedEnvironment& env) {
+                                    const PlannedImages& images, const ft::Registry& registry,
+                                    const ft::ConfigNode& root, const TrainingSettings& settings,
+                                    const DistributedEnvironment& env) {
   ++steps_;
   if (steps_ != 2 && !(steps_ == 1 && last_step)) return;
   const double measured = peak_memory_bytes(settings.device);
   try {
     const int nodes = std::max(1, env.world_size / std::max(1, env.local_world_size));
-    const RunPlan plan =
-        plan_run(registry, root, settings, env.world_size, nodes, rows, seq_len, runtime_, settings.device.is_cuda());
+    const RunPlan plan = plan_run(registry, root, settings, env.world_size, nodes, rows, seq_len, runtime_,
+                                  settings.device.is_cuda(), images);
     ft::log::info(
         "memory: planned peak {} per rank ({}; {} of it the process before the model), measured {} ({}) "
         "after step {}: {:.2f}x the plan",

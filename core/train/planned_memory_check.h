@@ -8,6 +8,7 @@
 
 #include "config/distributed_environment.h"
 #include "config/training_settings.h"
+#include "plan/run_plan.h"
 
 #include <ft/config.h>
 #include <ft/registry.h>
@@ -21,9 +22,11 @@ class PlannedMemoryCheck {
   // Call before the model is built.
   explicit PlannedMemoryCheck(const c10::Device& device);
   // After each optimizer step of this process; `last_step`: the run ends with it. The step's
-  // longest micro-batch had `rows` x `seq_len` tokens before any context-parallel split.
-  void after_step(bool last_step, std::int64_t rows, std::int64_t seq_len, const ft::Registry& registry,
-                  const ft::ConfigNode& root, const TrainingSettings& settings, const DistributedEnvironment& env);
+  // longest micro-batch had `rows` x `seq_len` tokens before any context-parallel split, and its
+  // samples at most `images` (none: text alone).
+  void after_step(bool last_step, std::int64_t rows, std::int64_t seq_len, const PlannedImages& images,
+                  const ft::Registry& registry, const ft::ConfigNode& root, const TrainingSettings& settings,
+                  const DistributedEnvironment& env);
 
  private:
   double runtime_ = 0;

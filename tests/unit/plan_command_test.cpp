@@ -1,8 +1,8 @@
-// `fthost plan` through the binary on torchtune's own 8B and 70B configs: the parameter counts the
-// model outline finds are the publishers' (Meta's model cards), the per-rank shares follow from
-// them, a budget too small lists changes that lower the peak and one that fits, and every listed
-// change is a config the run accepts (planned again from its own overrides, it fits). Bad input
-// gets the errors `fthost validate` and the run give.
+// `fthost plan` through the binary on torchtune's own 8B, 70B and vision configs: the parameter
+// counts the model outline finds are the publishers' (Meta's model cards and config.json shapes),
+// the per-rank shares follow from them, a budget too small lists changes that lower the peak and
+// one that fits, and every listed change is a config the run accepts (planned again from its own
+// overrides, it fits). Bad input gets the errors `fthost validate` and the run give.
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +88,90 @@ TEST(PlanCommand, LlamaFoursFrozenVisionEncoderIsHeldWithoutOptimizerState) {
   // AdamW's two bf16 moments for every parameter but the frozen encoder's (FSDP's row padding: a
   // few KB).
   EXPECT_NEAR(plan["memory"]["optimizer_state_bytes"].get<double>(), 2 * (parameters - frozen), 1e6);
+}
+
+// Llama 3.2 11B Vision (torchtune's 11B_full YAML: FSDP over 4 ranks, the language model frozen,
+// the encoder and the fusion parameters trained). The counts from the shapes of Meta's published
+// config.json (meta-llama/Llama-3.2-11B-Vision): a vision encoder of 32 local and 8 gated global
+// layers of width 1280 (MLP 5120, biases on the MLP only) over 560-pixel tiles of 14-pixel
+// patches (1601 tokens), 4 tiles, 8 aspect ratios; a projector 7680 -> 4096; a text model of 32
+// self-attention and 8 cross-attention layers of width 4096 (32 heads, 8 kv heads of 128, MLP
+// 14336), vocabulary 128256 plus 8 image-token rows, an untied output.
+struct Llama32Vision11B {
+  static constexpr double h = 1280, vision_mlp = 5120, tile_tokens = 1601, tiles = 4, ratios = 8;
+  static constexpr double d = 4096, kv = 1024, mlp = 14336, vocab = 128256;
+  static constexpr double vision_layer = 4 * h * h + (h * vision_mlp + vision_mlp) + (vision_mlp * h + h) + 4 * h;
+  static constexpr double vision = h * 3 * 14 * 14 + h                            // patches, class token
+                                   + tile_tokens * h + 1                          // position embedding, gate
+                                   + (ratios + 1) * tiles * tile_tokens * h       // per-tile positions
+                                   + 2 * ((ratios + 1) * tiles * h + 1)           // pre- and post-tile embeddings
+                                   + 4 * h                                        // layernorm_pre, _post
+                                   + 32 * vision_layer + 8 * (vision_layer + 2);  // + the global layers' gates
+  static constexpr double projector = 7680 * d + d;
+  static constexpr double attention = 2 * d * d + 2 * kv * d;
+  static constexpr double self_layer = attention + 3 * d * mlp + 2 * d;
+  static constexpr double cross_layer = attention + 2 * 128 + 2 + 3 * d * mlp + 2 * d;  // + q/k norms, gates
+  static constexpr double total =
+      vision + projector + (vocab + 8) * d + 32 * self_layer + 8 * cross_layer + d + vocab * d;
+  // torchtune's split: the encoder (its global layers and projector are the fusion parameters),
+  // the cross-attention layers and the image tokens' embedding rows train.
+  static constexpr double trained = vision + projector + 8 * cross_layer + 8 * d;
+};
+
+TEST(PlanCommand, LlamaThreeTwoVisionCountsMetasPublishedShapesAndFreezesTheLanguageModel) {
+  using M = Llama32Vision11B;
+  ASSERT_EQ(M::total, 10670220835.0);  // the published model's safetensors count
+  const std::string config = "--config llama3_2_vision/11B_full --nproc-per-node 4 --device h100 --seq-len 2048";
+  const auto plan = plan_json(config, 0);
+  EXPECT_EQ(plan["model"]["parameters"].get<double>(), M::total);
+  EXPECT_EQ(plan["model"]["trained_parameters"].get<double>(), M::trained);
+  // 32 + 8 encoder layers and 40 decoder layers; every self-attention layer checkpointable.
+  EXPECT_EQ(plan["model"]["layers"], 80);
+  // bf16, sharded 4 ways; gradients and AdamW's two moments for the trained parameters only. FSDP
+  // pads each tensor's rows to a multiple of 4: the three per-aspect-ratio embeddings' 9 rows to
+  // 12 (the rest: a few KB).
+  const double padding = 3 * (M::tiles * M::tile_tokens * M::h) + 2 * 3 * (M::tiles * M::h);
+  const auto& memory = plan["memory"];
+  EXPECT_NEAR(memory["parameters_bytes"].get<double>(), (M::total + padding) * 2 / 4, 1e5);
+  EXPECT_NEAR(memory["gradients_bytes"].get<double>(), (M::trained + padding) * 2 / 4, 1e5);
+  EXPECT_NEAR(memory["optimizer_state_bytes"].get<double>(), 2 * (M::trained + padding) * 2 / 4, 2e5);
+  // The images: one a sample unless told (the config cannot say), 4 tiles of 560 pixels (the
+  // tokenizer sets no max_num_tiles: the model's), 1601 tokens a tile padded to 1608.
+  EXPECT_EQ(plan["images"]["per_sample"], 1);
+  EXPECT_NE(plan["images"]["per_sample_source"].get<std::string>().find("assumed"), std::string::npos);
+  EXPECT_EQ(plan["images"]["tiles_per_image"], 4);
+  EXPECT_EQ(plan["images"]["image_size"], 560);
+  EXPECT_EQ(plan["images"]["encoder_tokens_per_tile"], 1608);
+  // Every self-attention layer checkpointed (the YAML): the 40 encoder layers keep their input,
+  // [2 images x 4 tiles x 1608, 1280] each, the shared attention bias [6432, 6432] per image.
+  // The images' share: the encoder's, and the cross-attention layers' (never checkpointed), which
+  // run only with images.
+  const double image = memory["image_activations_bytes"].get<double>();
+  const double encoder_inputs = 40.0 * 2 * 4 * 1608 * M::h * 2, biases = 2 * 6432.0 * 6432 * 2;
+  EXPECT_GT(image, encoder_inputs + biases);
+
+  const auto text_alone = plan_json(config + " --images-per-sample 0", 0);
+  EXPECT_EQ(text_alone["memory"]["image_activations_bytes"].get<double>(), 0);
+  EXPECT_NEAR(memory["activations_bytes"].get<double>() - text_alone["memory"]["activations_bytes"].get<double>(),
+              image, 1);
+  // A second image a sample: the encoder's share again, the cross-attention layers' text side not.
+  const double two_images = plan_json(config + " --images-per-sample 2", 0)["memory"]["image_activations_bytes"];
+  EXPECT_GT(two_images - image, encoder_inputs + biases);
+  EXPECT_LT(two_images, 2 * image);
+
+  const auto text = fttest::run_fthost("plan " + config);
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  for (const char* part : {"10.67B parameters (2.64B trained, the rest frozen)", "1 per sample (assumed",
+                           "4 tiles an image", "560 x 560 pixels a tile"})
+    EXPECT_NE(text.output.find(part), std::string::npos) << part << "\n" << text.output;
+}
+
+TEST(PlanCommand, ImagesTheModelCannotTakeAreRefused) {
+  const std::string config = "--config llama3_2_vision/11B_full --seq-len 2048";
+  fttest::expect_refused("plan " + config + " --tiles-per-image 5",
+                         {"--tiles-per-image 5", "the model takes at most 4 tiles an image"});
+  fttest::expect_refused("plan " + config + " tokenizer.image_size=448",
+                         {"image_size", "the model's tiles are 560 pixels, got 448"});
 }
 
 TEST(PlanCommand, ADeviceTooSmallListsChangesThatFitAndEachOneDoes) {
