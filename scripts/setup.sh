@@ -30,6 +30,7 @@ packages=(
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   iproute2  # `ip netns`: tests/multinode's simulated hosts
   clang-format-14 clang-tidy-14  # scripts/check_format.sh, scripts/check_tidy.sh (CI)
+  libomp-14-dev  # omp.h for clang-tidy on the OpenMP-compiled kernels (ATen's ParallelOpenMP.h includes it)
 )
 with_references=0
 for arg in "$@"; do
