@@ -18,7 +18,7 @@ const std::string kDemo = std::string(FT_SOURCE_DIR) + "/configs/tiny_demo.toml"
 TEST(Cli, VersionAndHelp) {
   auto v = run("--version");
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_NE(v.output.find("plugin ABI 12.0"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("plugin ABI 12.1"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << v.output;
 #if FT_WITH_CUDA
   EXPECT_NE(v.output.find("\nCUDA 13."), std::string::npos) << v.output;

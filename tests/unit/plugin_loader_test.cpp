@@ -57,7 +57,7 @@ TEST(PluginLoader, NoEntryPointIsNotAPlugin) {
 TEST(PluginLoader, AbiMismatchPrintsBothSides) {
   auto msg = load_error({{case_dir("wrong_abi"), "--plugin-dir"}});
   EXPECT_NE(
-      msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 13.0, this host has ABI 12.0: rebuild it "
+      msg.find("plugin libtest_wrong_abi.so was built for fthost plugin ABI 13.0, this host has ABI 12.1: rebuild it "
                "against this SDK"),
       std::string::npos)
       << msg;

@@ -29,8 +29,9 @@
 // Major 11: schema keys carry a PathRole (ft/schema.h), for the pre-flight check.
 // Major 12: images (ft::Sample and ft::Batch carry them, Tokenizer::image_transform, the model
 // role ModelImageInput), ShardingUnit::optional, TransformerDecoder::fuse_embeddings.
+// Minor 12.1: the model role ModelLayerOutline (a new interface and id: 12.0 plugins load).
 #define FT_ABI_MAJOR 12
-#define FT_ABI_MINOR 0
+#define FT_ABI_MINOR 1
 #define FT_PLUGIN_ENTRY_SYMBOL "fthost_plugin_v1"
 
 #ifndef FT_WITH_CUDA
