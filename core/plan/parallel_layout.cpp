@@ -50,9 +50,10 @@ ParallelLayout read_parallel_layout(const ft::ConfigNode& root, const TrainingSe
   layout.reshard_after_forward = parallelism.get<bool>("reshard_after_forward", true);
   layout.cpu_offload = parallelism.get<bool>("cpu_offload", false);
   layout.prefetch = parallelism.get<bool>("prefetch", !settings.device.is_cpu());
+  // A fusion model's (Llama 3.2 Vision's) names are its decoder's.
   for (const auto& name : parallelism.get<std::vector<std::string>>("custom_sharded_layers", {})) {
-    if (name == "tok_embeddings") layout.separate_embedding = true;
-    if (name == "output") layout.separate_output = true;
+    if (name == "tok_embeddings" || name == "decoder.tok_embeddings") layout.separate_embedding = true;
+    if (name == "output" || name == "decoder.output") layout.separate_output = true;
   }
   return layout;
 }

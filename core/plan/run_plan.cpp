@@ -152,6 +152,9 @@ RunPlan plan_invocation(const Invocation& inv, bool with_step) {
   RunPlan plan = plan_run(checked.plugins.registry(), checked.root, settings, world, where.nnodes, settings.batch_size,
                           seq_len, runtime, on_gpu, images);
   plan.seq_len_source = seq_source;
+  if (!plan.model.image && (where.images_per_sample || where.tiles_per_image))
+    throw ft::ConfigError(std::string(where.images_per_sample ? "--images-per-sample" : "--tiles-per-image") + ": " +
+                          plan.model.component + " reads no images");
   plan.images_source = where.images_per_sample
                            ? "--images-per-sample"
                            : "assumed: the config does not say how many a sample has; --images-per-sample N";

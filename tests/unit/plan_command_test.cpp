@@ -159,6 +159,11 @@ TEST(PlanCommand, LlamaThreeTwoVisionCountsMetasPublishedShapesAndFreezesTheLang
   EXPECT_GT(two_images - image, encoder_inputs + biases);
   EXPECT_LT(two_images, 2 * image);
 
+  // torchtune's names for the fusion model's embedding and output projection: units of their own,
+  // no longer gathered whole with the root unit through every layer's backward.
+  const auto separate = plan_json(config + " 'custom_sharded_layers=[decoder.tok_embeddings,decoder.output]'", 0);
+  EXPECT_LT(separate["memory"]["peak_bytes"].get<double>(), memory["peak_bytes"].get<double>());
+
   const auto text = fttest::run_fthost("plan " + config);
   EXPECT_EQ(text.exit_code, 0) << text.output;
   for (const char* part : {"10.67B parameters (2.64B trained, the rest frozen)", "1 per sample (assumed",
@@ -172,6 +177,8 @@ TEST(PlanCommand, ImagesTheModelCannotTakeAreRefused) {
                          {"--tiles-per-image 5", "the model takes at most 4 tiles an image"});
   fttest::expect_refused("plan " + config + " tokenizer.image_size=448",
                          {"image_size", "the model's tiles are 560 pixels, got 448"});
+  fttest::expect_refused("plan --config llama3/8B_full --seq-len 2048 --images-per-sample 2",
+                         {"--images-per-sample: torchtune.models.llama3.llama3_8b reads no images"});
 }
 
 TEST(PlanCommand, ADeviceTooSmallListsChangesThatFitAndEachOneDoes) {
