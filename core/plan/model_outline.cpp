@@ -5,6 +5,7 @@
 #include <ft/errors.h>
 #include <ft/model.h>
 #include <ft/model_expert_parallelism.h>
+#include <ft/model_image_input.h>
 #include <ft/model_layer_outline.h>
 #include <ft/model_sharding.h>
 #include <ft/model_tensor_parallelism.h>
@@ -192,6 +193,10 @@ ModelOutline outline_model(const ft::Registry& registry, const ft::ConfigNode& r
   if (layer_outline) {
     outlined = layer_outline->outlined_layers();
     out.image = layer_outline->image_tiles();
+    if (auto* reader = ft::role_of<ft::ModelImageInput>(*model))
+      out.image_training_flops = [model, reader](const ft::BatchImages& images) {
+        return reader->image_training_flops(images);
+      };
   }
   if (decoder_model) {
     // The decoder's layers as split above; an outlining model adds its image encoder's before them.

@@ -4,6 +4,7 @@
 // read layer by layer. The memory plan (plan/memory_plan.h) counts bytes from it.
 #pragma once
 
+#include <ft/collate.h>
 #include <ft/config.h>
 #include <ft/model_layer_outline.h>
 #include <ft/registry.h>
@@ -11,6 +12,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,8 +78,10 @@ struct ModelOutline {
   double training_flops_per_position = 0;  // at `flops_seq_len` (ft::Model::training_flops_per_position)
   std::int64_t flops_seq_len = 0;
   std::int64_t checkpointable_layers = 0;
-  // A model that reads images (ft::ModelLayerOutline): its tiles as built.
+  // A model that reads images (ft::ModelLayerOutline): its tiles as built, and the training FLOPs
+  // of encoding a micro-batch's images (ft::ModelImageInput; it holds the outlined model).
   std::optional<ft::ImageTiles> image;
+  std::function<double(const ft::BatchImages&)> image_training_flops;
 };
 
 struct OutlineRequest {

@@ -163,6 +163,7 @@ void print_json(const Invocation& inv, const RunPlan& plan, const std::vector<Fi
                {"communication_seconds", s.communication_seconds},
                {"communication_bytes", s.communication_bytes},
                {"flops_per_rank", s.flops_per_rank},
+               {"image_flops_per_rank", s.image_flops_per_rank},
                {"tokens_per_second", s.tokens_per_second},
                {"assumptions", s.assumptions}};
   j["checkpoint"] = {{"bytes", plan.checkpoint_bytes}, {"write_seconds", plan.checkpoint_seconds}};

@@ -2,6 +2,7 @@
 
 #include "config/byte_size.h"
 
+#include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
@@ -14,6 +15,30 @@ namespace {
 // A ring collective moves (n - 1) / n of the data through each rank's link.
 double ring_share(int ranks) { return ranks > 1 ? static_cast<double>(ranks - 1) / ranks : 0.0; }
 
+// The training FLOPs of a micro-batch's images as the model counts them, from a batch of their
+// shapes: the pixels and the mask on the meta device, the real tiles counted (the images' first).
+double image_flops_per_micro_batch(const ModelOutline& model, const RunShape& run) {
+  if (!model.image || !model.image_training_flops || run.images_per_sample == 0) return 0;
+  const std::int64_t b = run.batch_size, n = run.images_per_sample, tiles = run.tiles_per_image;
+  const std::int64_t size = model.image->image_size;
+  const auto meta = at::TensorOptions().device(at::kMeta);
+  ft::BatchImages images;
+  images.images = at::empty({b, n, tiles, 3, size, size}, meta);
+  images.aspect_ratio = at::empty({b, n, 2}, meta.dtype(at::kLong));
+  images.tile_count = at::full({b, n}, tiles, at::kLong);
+  if (run.real_tiles > 0) {
+    std::int64_t left = run.real_tiles;
+    auto count = images.tile_count.accessor<std::int64_t, 2>();
+    for (std::int64_t i = 0; i < b * n; ++i) {
+      count[i / n][i % n] = std::min(tiles, left);
+      left -= count[i / n][i % n];
+    }
+  }
+  const std::int64_t states = n * tiles * std::max<std::int64_t>(1, model.image->image_states);
+  images.encoder_mask = at::empty({b, run.seq_len, states}, meta.dtype(at::kBool));
+  return model.image_training_flops(images);
+}
+
 }  // namespace
 
 StepEstimate estimate_step(const ModelOutline& model, const ParallelLayout& layout, const RunShape& run,
@@ -24,6 +49,9 @@ StepEstimate estimate_step(const ModelOutline& model, const ParallelLayout& layo
   const double tokens = static_cast<double>(run.batch_size * run.seq_len) / layout.context;  // per rank, micro-batch
   // Tensor-parallel ranks share their tokens' matmuls; context-parallel ranks split the tokens.
   out.flops_per_rank = model.training_flops_per_position * tokens * micro_batches / layout.tensor;
+  // Every tensor-parallel rank encodes its batch's images whole (the plans split the decoder).
+  out.image_flops_per_rank = image_flops_per_micro_batch(model, run) * micro_batches;
+  out.flops_per_rank += out.image_flops_per_rank;
   out.compute_seconds = a.peak_flops > 0 ? out.flops_per_rank / (a.peak_flops * a.mfu) : 0;
   const double replicas = static_cast<double>(layout.data_parallel()) / layout.context;
   out.tokens_per_step = static_cast<double>(run.batch_size * run.seq_len) * micro_batches * replicas;
@@ -85,6 +113,9 @@ StepEstimate estimate_step(const ModelOutline& model, const ParallelLayout& layo
                     layout.nodes > 1 ? fmt::format(", {}/s between nodes", format_bytes(a.inter_node_bandwidth)) : ""));
   else if (out.communication_bytes > 0)
     out.assumptions.push_back("communication time not estimated (no link bandwidth for this device)");
+  if (out.image_flops_per_rank > 0)
+    out.assumptions.push_back(fmt::format("{:.1f} TFLOP of it a step encoding the images, as the model counts them",
+                                          out.image_flops_per_rank / 1e12));
   out.assumptions.push_back(out.overlapped ? "FSDP prefetch overlaps communication with compute"
                                            : "communication not overlapped with compute");
   return out;

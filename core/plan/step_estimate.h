@@ -22,6 +22,7 @@ struct StepAssumptions {
 
 struct StepEstimate {
   double flops_per_rank = 0;
+  double image_flops_per_rank = 0;  // of them, encoding images (a model that reads them)
   double compute_seconds = 0;
   double communication_bytes = 0;  // per rank per step
   double communication_seconds = 0;

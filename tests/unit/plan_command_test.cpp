@@ -152,6 +152,14 @@ TEST(PlanCommand, LlamaThreeTwoVisionCountsMetasPublishedShapesAndFreezesTheLang
 
   const auto text_alone = plan_json(config + " --images-per-sample 0", 0);
   EXPECT_EQ(text_alone["memory"]["image_activations_bytes"].get<double>(), 0);
+  // The step's FLOPs add the images' as the model counts them: at least the encoder layers'
+  // matmuls (6 x 2 images x 4 x 1608 tokens x 40 layers' weights, 8 micro-batches), not three times.
+  const double image_flops = plan["step"]["image_flops_per_rank"].get<double>();
+  const double encoder_matmuls = 8 * 6 * 2 * 4 * 1608.0 * 40 * (4 * M::h * M::h + 2 * M::h * M::vision_mlp);
+  EXPECT_GT(image_flops, encoder_matmuls);
+  EXPECT_LT(image_flops, 3 * encoder_matmuls);
+  EXPECT_NEAR(plan["step"]["flops_per_rank"].get<double>() - text_alone["step"]["flops_per_rank"].get<double>(),
+              image_flops, 1e-6 * image_flops);
   EXPECT_NEAR(memory["activations_bytes"].get<double>() - text_alone["memory"]["activations_bytes"].get<double>(),
               image, 1);
   // A second image a sample: the encoder's share again, the cross-attention layers' text side not.
