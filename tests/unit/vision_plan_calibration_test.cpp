@@ -1,7 +1,7 @@
 // The memory plan against what a run measures, with images: a Llama 3.2 Vision sized so that its
 // image encoder holds a large share of the peak (3 local and 2 global layers of width 512, MLP
 // 2048, over 224-pixel tiles, 4 an image; a text model of width 256 with 2 cross-attention layers
-// and Llama 3's vocabulary; random initialisation) trains two steps of 4 samples of the golden's
+// and Llama 3's vocabulary; random initialisation) trains two steps of 2 samples of the golden's
 // multimodal records (one image each) on one rank, and logs its plan for the batches it trained
 // beside the process's peak resident set; every layout agrees within 15%: torchtune's split
 // (the language model frozen), activation checkpointing, a frozen encoder (its layers keep
@@ -51,7 +51,7 @@ void write_model_config(const std::string& dir) {
 std::string run_config(const std::string& model_dir, const std::string& out) {
   const std::string g = golden_dir();
   return "output_dir = \"" + out +
-         "\"\nseed = 0\nepochs = 1\nmax_steps_per_epoch = 2\nbatch_size = 4\nshuffle = false\ndtype = \"fp32\"\n"
+         "\"\nseed = 0\nepochs = 1\nmax_steps_per_epoch = 2\nbatch_size = 2\nshuffle = false\ndtype = \"fp32\"\n"
          "device = \"cpu\"\nnum_threads = 1\ncollate_fn = \"torchtune.data.padded_collate_tiled_images_and_mask\"\n\n"
          "[model]\n_component_ = \"fthost.models.llama3_2_vision.from_hf_config\"\npath = \"" +
          model_dir +
