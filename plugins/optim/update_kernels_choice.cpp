@@ -3,13 +3,7 @@
 #include "update_kernels.h"
 
 #include <ft_kernels/kernel_choice.h>
-
-#include <ATen/Parallel.h>
-
-#include <cstdint>
-#include <mutex>
-#include <set>
-#include <thread>
+#include <ft_kernels/parallel_loops.h>
 
 namespace ftoptim {
 
@@ -18,14 +12,10 @@ bool update_kernels_use_avx2() {
   return avx2;
 }
 
-int threads_in_update_loops() {
-  std::mutex mutex;
-  std::set<std::thread::id> threads;
-  at::parallel_for(0, std::int64_t{1} << 16, 1, [&](std::int64_t, std::int64_t) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    threads.insert(std::this_thread::get_id());
-  });
-  return static_cast<int>(threads.size());
-}
+namespace {
+struct UpdateLoops;
+}  // namespace
+
+int threads_in_update_loops() { return ft_kernels::threads_running_parallel_loops<UpdateLoops>(); }
 
 }  // namespace ftoptim

@@ -1,12 +1,16 @@
-// What the memory plan's calibration tests share (the CPU one, tests/unit/plan_calibration_test.cpp,
-// and the CUDA one, tests/gpu/plan_calibration_cuda_test.cpp): the model they train
-// (bench/configs/llama_36m.toml, with overrides), its random token data, and the run's log line
-// that puts the plan beside the measured peak.
+// What the memory plan's calibration tests share (the CPU ones, tests/unit/*plan_calibration_test.cpp,
+// and the CUDA one, tests/gpu/plan_calibration_cuda_test.cpp): the text model they train
+// (bench/configs/llama_36m.toml, with overrides), its random token data, the run's log line that
+// puts the plan beside the measured peak, and the CPU tests' checks of it.
 #pragma once
 
 #include "test_helpers.h"
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <random>
 #include <regex>
@@ -51,6 +55,29 @@ inline std::optional<PlannedAgainstMeasured> planned_against_measured(const std:
   std::smatch m;
   if (!std::regex_search(output, m, line)) return std::nullopt;
   return PlannedAgainstMeasured{bytes_of(m[1], m[2]), bytes_of(m[4], m[5]), bytes_of(m[6], m[7]), m[0]};
+}
+
+// Trains `fthost_args` and checks the plan it logs against its measured peak resident set: within
+// 15%, with at least 35% of the plan above the process's own share, so that the agreement rests on
+// what the plan counts for the model.
+inline void expect_calibrated(const std::string& name, const std::string& fthost_args) {
+  const auto r = fttest::run_fthost(fthost_args);
+  ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+  const auto logged = planned_against_measured(r.output);
+  ASSERT_TRUE(logged) << name << "\n" << r.output;
+  EXPECT_GE((logged->planned - logged->before_model) / logged->planned, 0.35) << name << ": " << logged->line;
+  EXPECT_NEAR(logged->measured / logged->planned, 1.0, 0.15) << name << ": " << logged->line;
+  std::cout << name << ": " << logged->line << "\n";
+}
+
+// `fthost plan --json` with `plan_args` puts at least a fifth of its peak in the images'
+// activations: the image calibrations would not agree without them.
+inline void expect_images_a_fifth_of_the_plan(const std::string& plan_args) {
+  const auto r = fttest::run_command_stdout(std::string(FTHOST_BINARY) + " plan --json " + plan_args + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto plan = nlohmann::json::parse(r.output);
+  EXPECT_GE(plan["memory"]["image_activations_bytes"].get<double>(), 0.2 * plan["memory"]["peak_bytes"].get<double>())
+      << plan["memory"].dump(2);
 }
 
 }  // namespace fttest::plan_calibration

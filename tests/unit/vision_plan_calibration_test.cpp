@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <iostream>
 #include <string>
 
 namespace {
@@ -80,14 +79,8 @@ class VisionPlanCalibration : public ::testing::Test {
   }
 
   void expect_calibrated(const std::string& name, const std::string& overrides) {
-    const auto r = fttest::run_fthost("--config " + config_ + " " + overrides + " output_dir=" + dir_.file(name) +
-                                      " checkpointer.output_dir=" + dir_.file(name));
-    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
-    const auto logged = calibration::planned_against_measured(r.output);
-    ASSERT_TRUE(logged) << name << "\n" << r.output;
-    EXPECT_GE((logged->planned - logged->before_model) / logged->planned, 0.35) << name << ": " << logged->line;
-    EXPECT_NEAR(logged->measured / logged->planned, 1.0, 0.15) << name << ": " << logged->line;
-    std::cout << name << ": " << logged->line << "\n";
+    calibration::expect_calibrated(name, "--config " + config_ + " " + overrides + " output_dir=" + dir_.file(name) +
+                                             " checkpointer.output_dir=" + dir_.file(name));
   }
 
   fttest::TempDir dir_;
@@ -95,12 +88,7 @@ class VisionPlanCalibration : public ::testing::Test {
 };
 
 TEST_F(VisionPlanCalibration, TheImagesAreAFifthOfThePlannedPeak) {
-  const auto r = fttest::run_command_stdout(std::string(FTHOST_BINARY) + " plan --json --config " + config_ +
-                                            " --seq-len 48 2>/dev/null");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto plan = nlohmann::json::parse(r.output);
-  EXPECT_GE(plan["memory"]["image_activations_bytes"].get<double>(), 0.2 * plan["memory"]["peak_bytes"].get<double>())
-      << plan["memory"].dump(2);
+  calibration::expect_images_a_fifth_of_the_plan("--config " + config_ + " --seq-len 48");
 }
 
 TEST_F(VisionPlanCalibration, TorchtunesSplitAndCheckpointing) {
