@@ -57,22 +57,7 @@ std::string run_config(const std::string& model_dir, const std::string& out) {
          "[metric_logger]\n_component_ = \"torchtune.training.metric_logging.StdoutLogger\"\n";
 }
 
-class Llama4PlanCalibration : public ::testing::Test {
- protected:
-  void SetUp() override {
-    write_model_config(dir_.str());
-    config_ = dir_.file("run.toml");
-    std::ofstream(config_) << run_config(dir_.str(), dir_.file("out"));
-  }
-
-  void expect_calibrated(const std::string& name, const std::string& overrides) {
-    calibration::expect_calibrated(name, "--config " + config_ + " " + overrides + " output_dir=" + dir_.file(name) +
-                                             " checkpointer.output_dir=" + dir_.file(name));
-  }
-
-  fttest::TempDir dir_;
-  std::string config_;
-};
+using Llama4PlanCalibration = calibration::WrittenRunCalibration<write_model_config, run_config>;
 
 // The second step's batch: 2 samples, the longer 602 tokens, 5 real tiles (4 + a thumbnail, and 1).
 TEST_F(Llama4PlanCalibration, TheImagesAreAFifthOfThePlannedPeak) {

@@ -80,4 +80,24 @@ inline void expect_images_a_fifth_of_the_plan(const std::string& plan_args) {
       << plan["memory"].dump(2);
 }
 
+// A run written into a temporary directory, calibrated per layout: WriteModel(dir) writes the
+// model's config.json there, RunConfig(dir, out) the run's TOML for it.
+template <void (*WriteModel)(const std::string&), std::string (*RunConfig)(const std::string&, const std::string&)>
+class WrittenRunCalibration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteModel(dir_.str());
+    config_ = dir_.file("run.toml");
+    std::ofstream(config_) << RunConfig(dir_.str(), dir_.file("out"));
+  }
+
+  void expect_calibrated(const std::string& name, const std::string& overrides) {
+    plan_calibration::expect_calibrated(name, "--config " + config_ + " " + overrides + " output_dir=" +
+                                                  dir_.file(name) + " checkpointer.output_dir=" + dir_.file(name));
+  }
+
+  fttest::TempDir dir_;
+  std::string config_;
+};
+
 }  // namespace fttest::plan_calibration

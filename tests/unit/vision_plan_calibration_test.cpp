@@ -70,22 +70,7 @@ std::string run_config(const std::string& model_dir, const std::string& out) {
          "[metric_logger]\n_component_ = \"torchtune.training.metric_logging.StdoutLogger\"\n";
 }
 
-class VisionPlanCalibration : public ::testing::Test {
- protected:
-  void SetUp() override {
-    write_model_config(dir_.str());
-    config_ = dir_.file("run.toml");
-    std::ofstream(config_) << run_config(dir_.str(), dir_.file("out"));
-  }
-
-  void expect_calibrated(const std::string& name, const std::string& overrides) {
-    calibration::expect_calibrated(name, "--config " + config_ + " " + overrides + " output_dir=" + dir_.file(name) +
-                                             " checkpointer.output_dir=" + dir_.file(name));
-  }
-
-  fttest::TempDir dir_;
-  std::string config_;
-};
+using VisionPlanCalibration = calibration::WrittenRunCalibration<write_model_config, run_config>;
 
 TEST_F(VisionPlanCalibration, TheImagesAreAFifthOfThePlannedPeak) {
   calibration::expect_images_a_fifth_of_the_plan("--config " + config_ + " --seq-len 48");
