@@ -110,8 +110,8 @@ LayerOutline outline_cross_layer(const ft::nn::CrossAttentionLayerImpl& layer, c
   out.embed_dim = attn.q_proj->weight.size(1);
   out.q_width = attn.q_proj->weight.size(0);
   out.kv_width = attn.k_proj->weight.size(0);
-  const std::int64_t head_dim = attn.q_norm ? attn.q_norm->parameters().front().size(0) : 0;
-  out.heads = head_dim > 0 ? out.q_width / head_dim : out.q_width / std::max<std::int64_t>(1, out.kv_width);
+  const std::int64_t head_dim = attn.options().head_dim;
+  out.heads = head_dim > 0 ? out.q_width / head_dim : 0;
   out.qk_norm = static_cast<bool>(attn.q_norm);
   out.gates = tanh_gates(layer.ca_scale, layer.mlp_scale);
   if (!read_dense_mlp(layer.mlp, out))

@@ -2,7 +2,9 @@
 
 #include "config/byte_size.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/TensorAccessor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 

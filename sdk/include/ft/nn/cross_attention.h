@@ -34,6 +34,7 @@ class CrossAttentionImpl : public torch::nn::Module {
   // attend. A position allowed no encoder state gets zeros (not the NaN a softmax over nothing
   // gives), and so does its gradient.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& encoder, const at::Tensor& allowed) const;
+  const CrossAttentionOptions& options() const { return options_; }
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
   Norm q_norm, k_norm;
 
